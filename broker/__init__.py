@@ -1,0 +1,1 @@
+"""The bundled Kafka-compatible broker: wire protocol, segment storage, replication."""
