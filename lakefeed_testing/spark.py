@@ -2,6 +2,7 @@
 
 import contextlib
 import hashlib
+import os
 import tempfile
 import urllib.request
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from typing import Any
 from lakefeed_testing.errors import ServiceError
 from lakefeed_testing.paths import cache_dir, ivy_dir
 
+IVY_SETTINGS = Path(__file__).with_name("ivysettings.xml")
 SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 # Maven Central (as reachable here) has no spark-token-provider-kafka-0-10 after 4.0.0, although
 # spark-sql-kafka 4.2.0 depends on 4.2.0. The module only handles Kafka delegation tokens and its API
@@ -47,6 +49,8 @@ def build_spark_session(app_name: str = "lakefeed-tests", master: str = "local[2
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
+    # Loopback only: tests and the demo never listen on other interfaces.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warehouse = tempfile.mkdtemp(prefix="lakefeed-warehouse-")
     builder = (
         SparkSession.builder.appName(app_name)
@@ -54,9 +58,12 @@ def build_spark_session(app_name: str = "lakefeed-tests", master: str = "local[2
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.jars.ivy", str(ivy_dir()))
+        .config("spark.jars.ivySettings", str(IVY_SETTINGS))
         .config("spark.jars.excludes", TOKEN_PROVIDER)
         .config("spark.jars", str(token_provider_jar()))
         .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.warehouse.dir", warehouse)
