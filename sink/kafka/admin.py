@@ -1,0 +1,135 @@
+"""Topic checks at changefeed creation: create missing topics, refuse unsafe settings, find the limit.
+
+Never relies on the broker's `auto.create.topics.enable`: topics are created here with the sink URI's
+partition-num and replication-factor, the same way on the bundled broker and on Apache Kafka.
+"""
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
+
+from sink.errors import SinkError, TopicError
+from sink.uri import KafkaSinkConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARTITIONS = 3
+# Room for the record batch header and per-record framing, as TiCDC reserves.
+BATCH_OVERHEAD = 1024
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    max_message_bytes: int  # effective limit for one message, after overhead
+    created: bool
+    warnings: tuple[str, ...] = ()
+
+
+def _admin(config: KafkaSinkConfig) -> AdminClient:
+    return AdminClient(config.client_config())
+
+
+def _describe(admin: AdminClient, resource: ConfigResource, timeout: float) -> dict[str, str]:
+    future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+    entries: dict[str, Any] = future.result(timeout)
+    return {name: entry.value for name, entry in entries.items()}
+
+
+def _broker_configs(admin: AdminClient, metadata: Any, timeout: float) -> dict[str, str]:
+    broker_id = str(next(iter(metadata.brokers)))
+    return _describe(admin, ConfigResource(ConfigResource.Type.BROKER, broker_id), timeout)
+
+
+def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout: float = 10.0) -> TopicInfo:
+    """Make sure `topic` (default: the URI's) is usable; raise TopicError/SinkError saying why not."""
+    name = topic or config.topic
+    admin = _admin(config)
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise SinkError(
+            f"cannot reach Kafka brokers {config.bootstrap} within {timeout:.0f} s ({exc}); "
+            "check the sink URI's host:port and that the brokers are up",
+            retriable=True,
+        ) from exc
+    try:
+        broker = _broker_configs(admin, metadata, timeout)
+        broker_min_isr = int(broker.get("min.insync.replicas", "1"))
+        warnings: list[str] = []
+        existing = metadata.topics.get(name)
+        created = False
+        if existing is None or existing.error is not None:
+            if not config.auto_create_topic:
+                raise TopicError(
+                    f"topic {name!r} does not exist and auto-create-topic=false; create it or "
+                    "set auto-create-topic=true in the sink URI"
+                )
+            _check_replication(name, config.replication_factor, broker_min_isr, config)
+            partitions = config.partition_num or DEFAULT_PARTITIONS
+            _create(admin, name, partitions, config.replication_factor, timeout)
+            created = True
+            replication = config.replication_factor
+        else:
+            partitions = len(existing.partitions)
+            replication = len(next(iter(existing.partitions.values())).replicas)
+            if config.partition_num is not None and config.partition_num > partitions:
+                raise TopicError(
+                    f"partition-num={config.partition_num} exceeds the {partitions} partitions of "
+                    f"topic {name!r}; lower partition-num or add partitions to the topic"
+                )
+            if config.partition_num is not None and config.partition_num < partitions:
+                warnings.append(
+                    f"partition-num={config.partition_num} is smaller than the {partitions} "
+                    f"partitions of topic {name!r}; only the first {config.partition_num} are used"
+                )
+        topic_configs = _describe(admin, ConfigResource(ConfigResource.Type.TOPIC, name), timeout)
+        min_isr = int(topic_configs.get("min.insync.replicas", str(broker_min_isr)))
+        _check_replication(name, replication, min_isr, config)
+        topic_limit = int(topic_configs.get("max.message.bytes", broker.get("message.max.bytes", "1048588")))
+        limit = min(config.max_message_bytes, topic_limit - BATCH_OVERHEAD)
+        if limit < config.max_message_bytes:
+            warnings.append(
+                f"max-message-bytes={config.max_message_bytes} is capped to {limit} by topic "
+                f"{name!r} max.message.bytes={topic_limit} (minus {BATCH_OVERHEAD} bytes overhead)"
+            )
+    except KafkaException as exc:
+        error = exc.args[0]
+        retriable = bool(getattr(error, "retriable", lambda: False)())
+        raise TopicError(f"checking topic {name!r} failed: {error}", retriable=retriable) from exc
+    for warning in warnings:
+        log.warning("%s", warning)
+    return TopicInfo(name, partitions, replication, min_isr, limit, created, tuple(warnings))
+
+
+def _check_replication(name: str, replication: int, min_isr: int, config: KafkaSinkConfig) -> None:
+    if config.required_acks == -1 and replication < min_isr:
+        raise TopicError(
+            f"topic {name!r}: replication-factor {replication} is below min.insync.replicas={min_isr}, so "
+            "required-acks=-1 could never be satisfied; raise replication-factor or lower min.insync.replicas"
+        )
+
+
+def _create(admin: AdminClient, name: str, partitions: int, replication: int, timeout: float) -> None:
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=replication)], request_timeout=timeout
+    )
+    try:
+        futures[name].result(timeout)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:  # created concurrently: fine
+            return
+        if error.code() == KafkaError.INVALID_REPLICATION_FACTOR:
+            raise TopicError(
+                f"cannot create topic {name!r} with replication-factor {replication}: "
+                f"{error.str()}; use at most the number of live brokers"
+            ) from exc
+        raise
+    log.info("created topic %s with %d partitions, replication factor %d", name, partitions, replication)
