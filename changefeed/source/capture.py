@@ -14,7 +14,9 @@ import logging
 import random
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from changefeed.errors import ConfigError, SourceConnectionError
 from changefeed.filter import ChangeFilter
@@ -48,6 +50,7 @@ from changefeed.source.server import (
     current_position,
     fetch_table_info,
     session,
+    translate_error,
 )
 from changefeed.source.snapshot import ProgressCallback, snapshot
 
@@ -110,12 +113,29 @@ class CaptureSource:
         self._store = SchemaStore(self.options.schema_store_url, self.options.changefeed_id)
         self._tracker = SchemaTracker(self._store, self._lookup)
         self.reconnects = 0
+        self._info_session: AbstractContextManager[Any] | None = None
+        self._info_cursor: Any = None
 
     def _lookup(self, table: TableName) -> TableInfo | None:
-        with session(self.settings) as cur:
-            return fetch_table_info(cur, table)
+        if self._info_session is None:
+            self._info_session = session(self.settings)
+            self._info_cursor = self._info_session.__enter__()
+        try:
+            return fetch_table_info(self._info_cursor, table)
+        except Exception as exc:
+            self._close_info_session()
+            translated = translate_error(exc, f"reading information_schema for {table}")
+            if translated is None or translated is exc:
+                raise
+            raise translated from exc
+
+    def _close_info_session(self) -> None:
+        if self._info_session is not None:
+            self._info_session.__exit__(None, None, None)
+            self._info_session = None
 
     def close(self) -> None:
+        self._close_info_session()
         self._store.close()
 
     def events(self) -> Iterator[CaptureEvent]:

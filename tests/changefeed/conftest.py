@@ -13,7 +13,7 @@ from lakefeed_testing import MySQLServer
 
 @pytest.fixture
 def settings(mysql: MySQLServer) -> ConnectionSettings:
-    return ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password)
+    return ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
 
 
 @pytest.fixture
