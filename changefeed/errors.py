@@ -1,0 +1,48 @@
+"""Errors raised by the changefeed. Each carries `retriable`: may the same call succeed if retried later?
+
+    ChangefeedError
+    ├── ConfigError                   (not retriable) bad option, filter rule or start position
+    ├── ServerConfigError             (not retriable) the MySQL server is not set up for capture
+    │   └── PrivilegeError            (not retriable) the capture user lacks a grant
+    ├── BinlogPurgedError             (not retriable) the resume position is no longer on the server
+    ├── SchemaError                   (not retriable) a row cannot be matched to any known table schema
+    ├── SchemaStoreError              (not retriable) the schema history database is unusable
+    └── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
+
+The lifecycle layer turns a retriable error into the `warning` state (retry with backoff) and a
+non-retriable one into `failed`; the message always says what to change.
+"""
+
+
+class ChangefeedError(Exception):
+    retriable: bool = False
+
+
+class ConfigError(ChangefeedError):
+    """An option, filter rule or start position is invalid."""
+
+
+class ServerConfigError(ChangefeedError):
+    """The source server's settings do not allow row-based capture."""
+
+
+class PrivilegeError(ServerConfigError):
+    """The capture user lacks a privilege it needs."""
+
+
+class BinlogPurgedError(ChangefeedError):
+    """The binlog position to resume from has been purged from the server."""
+
+
+class SchemaError(ChangefeedError):
+    """A row event does not match any schema we know for its table."""
+
+
+class SchemaStoreError(ChangefeedError):
+    """The schema history store could not be read or written."""
+
+
+class SourceConnectionError(ChangefeedError):
+    """The connection to the source server failed or was lost."""
+
+    retriable = True
