@@ -1,0 +1,1 @@
+"""Encoders: capture events -> transport-neutral messages (sink.message.Message payloads)."""

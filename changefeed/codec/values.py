@@ -1,0 +1,165 @@
+"""Canal-JSON's per-column facts as TiCDC emits them: value text, java.sql.Types code, mysqlType name.
+
+Every non-NULL value becomes a string. Binary strings map each byte to the ISO-8859-1 character of
+the same code; ENUM and SET carry their numeric value (index, bitmask) like TiCDC; BIT its unsigned
+integer; unsigned integers promote their java.sql.Types code when the value leaves the signed range.
+"""
+
+import datetime
+import struct
+from decimal import Decimal
+
+from changefeed.model import Column, Value
+
+# java.sql.Types codes
+TINYINT, SMALLINT, INTEGER, BIGINT, DECIMAL_CODE = -6, 5, 4, -5, 3
+REAL, DOUBLE, CHAR, VARCHAR, BIT = 7, 8, 1, 12, -7
+DATE, TIME, TIMESTAMP, BLOB, CLOB = 91, 92, 93, 2004, 2005
+
+_INTEGER_CODES = {
+    "tinyint": TINYINT,
+    "smallint": SMALLINT,
+    "mediumint": INTEGER,
+    "int": INTEGER,
+    "bigint": BIGINT,
+}
+# Unsigned values above the signed maximum move to the next wider java type (TiCDC's promotion).
+_UNSIGNED_PROMOTION = {
+    "tinyint": (127, SMALLINT),
+    "smallint": (32767, INTEGER),
+    "int": (2147483647, BIGINT),
+    "bigint": (9223372036854775807, DECIMAL_CODE),
+}
+_FIXED_CODES = {
+    "float": REAL,
+    "double": DOUBLE,
+    "decimal": DECIMAL_CODE,
+    "date": DATE,
+    "datetime": TIMESTAMP,
+    "timestamp": TIMESTAMP,
+    "time": TIME,
+    "year": VARCHAR,
+    "enum": INTEGER,
+    "set": BIT,
+    "bit": BIT,
+    "json": VARCHAR,
+}
+_TEXT_TYPES = {"tinytext", "text", "mediumtext", "longtext"}
+_BLOB_TYPES = {"tinyblob", "blob", "mediumblob", "longblob", "binary", "varbinary"}
+# With the binary charset MySQL's string types are their binary twins (TiDB's TypeToStr does this).
+_BINARY_NAMES = {
+    "char": "binary",
+    "varchar": "varbinary",
+    "tinytext": "tinyblob",
+    "text": "blob",
+    "mediumtext": "mediumblob",
+    "longtext": "longblob",
+}
+
+
+def _base_type(column: Column) -> str:
+    name = column.data_type.lower()
+    if name == "integer":
+        return "int"
+    if name in ("bool", "boolean"):
+        return "tinyint"
+    if column.is_binary:
+        return _BINARY_NAMES.get(name, name)
+    return name
+
+
+def java_sql_type(column: Column, value: Value) -> int:
+    name = _base_type(column)
+    if name in _INTEGER_CODES:
+        code = _INTEGER_CODES[name]
+        promotion = _UNSIGNED_PROMOTION.get(name)
+        if column.unsigned and promotion and isinstance(value, int) and value > promotion[0]:
+            return promotion[1]
+        return code
+    if name in _FIXED_CODES:
+        return _FIXED_CODES[name]
+    if name in _BLOB_TYPES:
+        return BLOB
+    if name in _TEXT_TYPES:
+        return CLOB
+    if name == "char":
+        return CHAR
+    return VARCHAR
+
+
+def mysql_type(column: Column, full: bool) -> str:
+    """`full` (content-compatible=true) keeps parameters, as official Canal: `decimal(10,2)`."""
+    if full:
+        return column.mysql_type
+    name = _base_type(column)
+    return f"{name} unsigned" if column.unsigned else name
+
+
+def _float32_text(value: float) -> str:
+    """The shortest decimal that reads back as the same float32 (Go's FormatFloat(v, 'f', -1, 32))."""
+    packed = struct.pack("<f", value)
+    for digits in range(1, 10):
+        text = f"{value:.{digits}g}"
+        if struct.pack("<f", float(text)) == packed:
+            return _plain(Decimal(text))
+    return _plain(Decimal(repr(value)))
+
+
+def _plain(number: Decimal) -> str:
+    text = format(number, "f")
+    return text
+
+
+def _fraction(micros: int, fsp: int | None) -> str:
+    digits = fsp or 0
+    return "." + f"{micros:06d}"[:digits] if digits else ""
+
+
+def _time_text(value: datetime.timedelta, fsp: int | None) -> str:
+    total = value.days * 86400 * 1_000_000 + value.seconds * 1_000_000 + value.microseconds
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    seconds, micros = divmod(total, 1_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}{_fraction(micros, fsp)}"
+
+
+def value_text(column: Column, value: Value) -> str | None:
+    if value is None:
+        return None
+    name = _base_type(column)
+    if isinstance(value, bytes):
+        if name == "bit":
+            return str(int.from_bytes(value, "big"))
+        return value.decode("latin-1") if column.is_binary or name in _BLOB_TYPES else value.decode("utf-8")
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float32_text(value) if name == "float" else _plain(Decimal(repr(value)))
+    if isinstance(value, Decimal):
+        return _plain(value)
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(value.microsecond, column.fsp)
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return _time_text(value, column.fsp)
+    if name in ("enum", "set"):
+        return _enum_set_number(column, value)
+    return value
+
+
+def _enum_set_number(column: Column, value: str) -> str:
+    """TiCDC sends ENUM as its 1-based index and SET as its bitmask; '' (invalid enum) is 0."""
+    members = [member.lower() for member in column.elements]
+    if _base_type(column) == "enum":
+        return str(members.index(value.lower()) + 1) if value else "0"
+    mask = 0
+    for item in filter(None, value.split(",")):
+        mask |= 1 << members.index(item.lower())
+    return str(mask)

@@ -1,0 +1,1 @@
+"""Routing: which topic (expression) and which partition (strategy) each change goes to."""
