@@ -1,0 +1,125 @@
+"""Capture events -> canal-JSON messages -> sink, with the checkpoint following acknowledgements.
+
+This is the data path of one changefeed: split key-changing updates, encode, route, enforce the
+message limit, send, and advance the checkpoint only over acknowledged transactions. DDL goes to
+partition 0 of the table's topic, one message per touched table; watermarks (TiDB extension) go to
+every partition of every topic seen.
+"""
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from changefeed.ack_tracker import AckTracker
+from changefeed.codec.base import Encoded
+from changefeed.codec.canal_json import CanalJsonEncoder, split_key_changing_update
+from changefeed.dispatch.router import Router
+from changefeed.errors import ChangefeedError
+from changefeed.model import CaptureEvent, Checkpoint, DDLEvent, RowChange, TransactionCommit
+from sink.base import Sink
+from sink.errors import SinkError
+from sink.message import Message
+
+log = logging.getLogger(__name__)
+
+
+class MessageTooLargeForPolicy(ChangefeedError):
+    """A row's message exceeds the limit and large-message-handle=none."""
+
+
+@dataclass
+class DeliveryStats:
+    rows: int = 0
+    ddl: int = 0
+    messages: int = 0
+    bytes: int = 0
+
+
+class Delivery:
+    def __init__(
+        self,
+        sink: Sink,
+        encoder: CanalJsonEncoder,
+        router: Router,
+        partitions_of: dict[str, int],
+        *,
+        message_limit: int,
+        start: Checkpoint | None = None,
+        output_raw_change_event: bool = False,
+        watermark_every: int = 0,
+    ) -> None:
+        self.sink = sink
+        self.encoder = encoder
+        self.router = router
+        self.partitions_of = partitions_of
+        self.message_limit = message_limit
+        self.output_raw_change_event = output_raw_change_event
+        self.watermark_every = watermark_every
+        self.tracker = AckTracker(start)
+        self.stats = DeliveryStats()
+        self._lock = threading.Lock()
+        self._transactions = 0
+
+    def run(self, events: Iterable[CaptureEvent]) -> None:
+        for event in events:
+            error = self.tracker.error
+            if error is not None:
+                raise error
+            if isinstance(event, RowChange):
+                changes = [event] if self.output_raw_change_event else split_key_changing_update(event)
+                for change in changes:
+                    self._send_row(change)
+            elif isinstance(event, DDLEvent):
+                self._send_ddl(event)
+            elif isinstance(event, TransactionCommit):
+                self.tracker.transaction_done(event.checkpoint)
+                self._transactions += 1
+                if self.watermark_every and self._transactions % self.watermark_every == 0:
+                    self._send_watermarks(event.checkpoint.commit_ts)
+
+    def _send_row(self, change: RowChange) -> None:
+        topic, partition = self.router.route(change, self.partitions_of)
+        encoded = self.encoder.encode_row(change)
+        if encoded.size > self.message_limit:
+            key = encoded.key.decode() if encoded.key else "(no key)"
+            raise MessageTooLargeForPolicy(
+                f"row of {change.table.name} with key {key} encodes to {encoded.size} bytes, above the "
+                f"message limit of {self.message_limit} bytes; raise max-message-bytes (and the topic's "
+                "max.message.bytes) or choose large-message-handle handle-key-only or claim-check"
+            )
+        self._send(topic, partition, encoded)
+        self.stats.rows += 1
+
+    def _send_ddl(self, event: DDLEvent) -> None:
+        tables = event.tables or ()
+        for name in tables:
+            self._send(
+                self.router.topic(name.schema, name.table), 0, self.encoder.encode_ddl(event, name.table)
+            )
+        self.stats.ddl += 1
+
+    def _send_watermarks(self, commit_ts: int) -> None:
+        encoded = self.encoder.encode_watermark(commit_ts)
+        for topic, partitions in self.partitions_of.items():
+            for partition in range(partitions):
+                self._send(topic, partition, encoded)
+
+    def _send(self, topic: str, partition: int, encoded: Encoded) -> None:
+        seq = self.tracker.sent()
+        message = Message(topic, partition, encoded.key, encoded.value)
+
+        def on_ack(_message: Message, error: SinkError | None) -> None:
+            if error is None:
+                self.tracker.acked(seq)
+            else:
+                log.error("delivery to %s[%d] failed: %s", topic, partition, error)
+                self.tracker.failed(error)
+
+        self.sink.send(message, on_ack)
+        self.stats.messages += 1
+        self.stats.bytes += message.size
+
+    @property
+    def checkpoint(self) -> Checkpoint | None:
+        return self.tracker.checkpoint
