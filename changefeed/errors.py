@@ -6,7 +6,7 @@
     │   └── PrivilegeError            (not retriable) the capture user lacks a grant
     ├── BinlogPurgedError             (not retriable) the resume position is no longer on the server
     ├── SchemaError                   (not retriable) a row cannot be matched to any known table schema
-    ├── SchemaStoreError              (not retriable) the schema history database is unusable
+    ├── StoreError                    (not retriable) the schema history or checkpoint database is unusable
     └── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
 
 The lifecycle layer turns a retriable error into the `warning` state (retry with backoff) and a
@@ -38,8 +38,8 @@ class SchemaError(ChangefeedError):
     """A row event does not match any schema we know for its table."""
 
 
-class SchemaStoreError(ChangefeedError):
-    """The schema history store could not be read or written."""
+class StoreError(ChangefeedError):
+    """The schema history or checkpoint store could not be read or written."""
 
 
 class SourceConnectionError(ChangefeedError):

@@ -17,7 +17,7 @@ from sqlalchemy import Column, Integer, MetaData, String, Table, Text, create_en
 from sqlalchemy.exc import SQLAlchemyError
 
 from changefeed import model
-from changefeed.errors import SchemaStoreError
+from changefeed.errors import StoreError
 from changefeed.model import Position, TableName, TableSchema
 
 _metadata = MetaData()
@@ -56,7 +56,7 @@ class SchemaStore:
             self._engine = create_engine(url)
             _metadata.create_all(self._engine)
         except SQLAlchemyError as exc:
-            raise SchemaStoreError(f"cannot open the schema history at {url}: {exc}") from exc
+            raise StoreError(f"cannot open the schema history at {url}: {exc}") from exc
 
     def put(self, table: TableName, at: Position, schema: TableSchema | None) -> None:
         row = {"changefeed": self._changefeed, "schema_name": table.schema, "table_name": table.table,
@@ -66,7 +66,7 @@ class SchemaStore:
             with self._engine.begin() as conn:
                 conn.execute(insert(_versions).values(**row))
         except SQLAlchemyError as exc:
-            raise SchemaStoreError(f"cannot record the schema of {table} at {at}: {exc}") from exc
+            raise StoreError(f"cannot record the schema of {table} at {at}: {exc}") from exc
 
     def load(self) -> dict[TableName, list[Version]]:
         """All versions per table, oldest first."""
@@ -81,7 +81,7 @@ class SchemaStore:
                     history.setdefault(TableName(schema_name, table_name), []).append(
                         ((file_index, pos), None if body is None else schema_from_json(body)))
         except SQLAlchemyError as exc:
-            raise SchemaStoreError(f"cannot read the schema history: {exc}") from exc
+            raise StoreError(f"cannot read the schema history: {exc}") from exc
         return history
 
     def close(self) -> None:

@@ -1,0 +1,143 @@
+"""Initial snapshot while writers keep writing: snapshot rows plus the stream from the snapshot's
+binlog position reproduce the final tables exactly."""
+
+import random
+import threading
+import time
+from typing import Any
+
+from changefeed.filter import ChangeFilter, TableFilter
+from changefeed.model import RowChange, RowKind, TransactionCommit
+from changefeed.source.capture import CaptureSource
+from changefeed.source.server import ConnectionSettings
+from changefeed.source.snapshot import SnapshotProgress
+from lakefeed_testing import MySQLServer
+from tests.changefeed.conftest import options
+
+TABLES = {  # name -> (DDL, key columns)
+    "a": ("CREATE TABLE a (id int PRIMARY KEY, v varchar(20), f float)", ("id",)),
+    "b": ("CREATE TABLE b (x int, y varchar(10), v int, PRIMARY KEY (x, y))", ("x", "y")),
+    "c": ("CREATE TABLE c (u int NOT NULL, v int, UNIQUE KEY (u))", ("u",)),
+}
+
+
+class Writer(threading.Thread):
+    def __init__(self, mysql: MySQLServer, database: str) -> None:
+        super().__init__(daemon=True)
+        self.mysql, self.database = mysql, database
+        self.stop = threading.Event()
+        self.count = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        rng = random.Random(3)
+        try:
+            with self.mysql.connect(self.database) as conn, conn.cursor() as cur:
+                while not self.stop.is_set() and self.count < 5000:
+                    n = rng.randint(1, 1200)
+                    op = rng.random()
+                    if op < 0.4:
+                        cur.execute(
+                            "INSERT INTO a VALUES (%s, 'w', 1.5) ON DUPLICATE KEY UPDATE v = 'u'", (n,)
+                        )
+                    elif op < 0.6:
+                        cur.execute("DELETE FROM a WHERE id = %s", (n,))
+                    elif op < 0.8:
+                        cur.execute("UPDATE b SET v = v + 1 WHERE x = %s", (n % 100,))
+                    else:
+                        cur.execute("REPLACE INTO c VALUES (%s, %s)", (n, self.count))
+                    self.count += 1
+        except BaseException as exc:  # surfaced by the test
+            self.error = exc
+
+
+def _key(change: RowChange, image: Any) -> tuple[Any, ...]:
+    return tuple(image[k] for k in TABLES[change.table.table][1])
+
+
+def _table(mysql: MySQLServer, database: str, name: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+    keys = TABLES[name][1]
+    with mysql.connect(database) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {name}")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    for row in rows:
+        if row.get("f") is not None:
+            row["f"] = 1.5  # exact in float32
+    return {tuple(r[k] for k in keys): r for r in rows}
+
+
+def _seed(mysql: MySQLServer, database: str) -> None:
+    mysql.execute(*(ddl for ddl, _ in TABLES.values()), database=database)
+    with mysql.connect(database) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO a VALUES (%s, %s, 1.5)", [(i, f"v{i}") for i in range(1, 1001)])
+        cur.executemany("INSERT INTO b VALUES (%s, %s, 0)", [(i % 100, f"y{i}") for i in range(600)])
+        cur.executemany("INSERT INTO c VALUES (%s, 0)", [(i,) for i in range(300)])
+
+
+def test_snapshot_while_writing(mysql: MySQLServer, database: str, settings: ConnectionSettings) -> None:
+    _seed(mysql, database)
+    writer = Writer(mysql, database)
+    progress: list[SnapshotProgress] = []
+
+    def on_progress(p: SnapshotProgress) -> None:
+        progress.append(p)
+        seen = writer.count
+        deadline = time.monotonic() + 2
+        while writer.count < seen + 3 and time.monotonic() < deadline and writer.is_alive():
+            time.sleep(0.001)  # let writes land between chunks
+
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    source = CaptureSource(
+        settings,
+        options(snapshot_mode="initial", change_filter=change_filter, snapshot_chunk_size=150),
+        on_progress=on_progress,
+    )
+    state: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {name: {} for name in TABLES}
+    snapshot_rows = 0
+    writer.start()
+    try:
+        for event in source.events():
+            if isinstance(event, TransactionCommit) and snapshot_rows and not writer.stop.is_set():
+                writer.stop.set()  # snapshot done: stop writing, then stream to the end
+                writer.join(30)
+            if not isinstance(event, RowChange):
+                continue
+            snapshot_rows += event.snapshot
+            table = state[event.table.table]
+            if event.before is not None:
+                table.pop(_key(event, event.before))
+            if event.after is not None:
+                assert (
+                    event.snapshot
+                    or event.kind is not RowKind.INSERT
+                    or _key(event, event.after) not in table
+                )
+                table[_key(event, event.after)] = dict(event.after)
+    finally:
+        writer.stop.set()
+        source.close()
+    assert writer.error is None
+    assert writer.count > 50, "writes must overlap the snapshot"
+    assert snapshot_rows >= 1000
+    assert [p.table.table for p in progress if p.done] == ["a", "b", "c"]
+    assert progress[-1].rows_read > 0
+    for name in TABLES:
+        assert state[name] == _table(mysql, database, name), name
+
+
+def test_snapshot_modes(mysql: MySQLServer, database: str, settings: ConnectionSettings) -> None:
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)", database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+
+    def run(mode: str) -> list[object]:
+        source = CaptureSource(settings, options(snapshot_mode=mode, change_filter=change_filter))
+        try:
+            return list(source.events())
+        finally:
+            source.close()
+
+    only = run("initial_only")
+    assert [e.after for e in only if isinstance(e, RowChange)] == [{"id": 1}, {"id": 2}]
+    assert isinstance(only[-1], TransactionCommit)
+    assert [e for e in run("never") if isinstance(e, RowChange)] == []
