@@ -1,4 +1,6 @@
-"""The checkpoint may only pass a transaction once every message sent before it is acknowledged.
+"""Message-level acknowledgement tracking for the delivery path (changefeed.checkpoint.AckTracker works per
+transaction, for callers that acknowledge whole transactions). The checkpoint may only pass a transaction
+once every message sent before it is acknowledged.
 
 Messages get increasing sequence numbers as they are sent; a transaction's checkpoint is queued
 behind the last sequence sent before it. Acks arrive in any order (many partitions); the checkpoint
@@ -11,7 +13,7 @@ from collections import deque
 from changefeed.model import Checkpoint
 
 
-class AckTracker:
+class MessageAckTracker:
     def __init__(self, start: Checkpoint | None = None) -> None:
         self._lock = threading.Lock()
         self._next_seq = 0

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from changefeed.ack_tracker import AckTracker
+from changefeed.ack_tracker import MessageAckTracker
 from changefeed.codec.base import Encoded
 from changefeed.codec.canal_json import CanalJsonEncoder, split_key_changing_update
 from changefeed.dispatch.router import Router
@@ -56,7 +56,7 @@ class Delivery:
         self.message_limit = message_limit
         self.output_raw_change_event = output_raw_change_event
         self.watermark_every = watermark_every
-        self.tracker = AckTracker(start)
+        self.tracker = MessageAckTracker(start)
         self.stats = DeliveryStats()
         self._lock = threading.Lock()
         self._transactions = 0

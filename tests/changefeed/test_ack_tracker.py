@@ -1,6 +1,6 @@
 """The checkpoint never passes a transaction with an unacknowledged message."""
 
-from changefeed.ack_tracker import AckTracker
+from changefeed.ack_tracker import MessageAckTracker
 from changefeed.model import Checkpoint, Position
 
 
@@ -9,7 +9,7 @@ def cp(pos: int) -> Checkpoint:
 
 
 def test_checkpoint_follows_acknowledgements_in_any_order() -> None:
-    tracker = AckTracker(cp(1))
+    tracker = MessageAckTracker(cp(1))
     a, b = tracker.sent(), tracker.sent()
     tracker.transaction_done(cp(10))
     c = tracker.sent()
@@ -23,7 +23,7 @@ def test_checkpoint_follows_acknowledgements_in_any_order() -> None:
 
 
 def test_empty_transaction_advances_at_once_and_failure_freezes_the_checkpoint() -> None:
-    tracker = AckTracker()
+    tracker = MessageAckTracker()
     tracker.transaction_done(cp(5))
     assert tracker.checkpoint == cp(5)
     seq = tracker.sent()
