@@ -70,3 +70,7 @@ async def _serve(config: BrokerConfig) -> int:
     await stop.wait()
     await server.close()
     return 0
+
+
+if __name__ == "__main__":
+    main()

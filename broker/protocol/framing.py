@@ -9,7 +9,7 @@ Rules (after the Kafka protocol guide):
   (kio records this per response class in `__header_schema__`);
 - an unknown API key or version is reported as `UnsupportedRequest` so the caller can answer
   ApiVersions with UNSUPPORTED_VERSION or close the connection for anything else;
-- a body that does not decode, or leaves bytes unread, is `MalformedFrame`.
+- a body that does not decode is `MalformedFrame`; trailing bytes after it are ignored (as Kafka does).
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ def decode_request(frame: memoryview | bytes) -> Event:
         body, used = entity_reader(cls)(frame, offset)
     except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError) as exc:
         raise MalformedFrame(f"cannot decode api {key} v{version} request: {exc}") from exc
-    if offset + used != size:
-        raise MalformedFrame(f"api {key} v{version} request has {size - offset - used} unread trailing bytes")
+    # Trailing bytes are ignored, as Apache Kafka does: librdkafka 2.x sends Metadata v12 "all topics"
+    # requests with three extra bytes.
     header = RequestHeader(key, version, correlation_id, raw_header.client_id)
     return RequestReceived(header, body, size)
 
