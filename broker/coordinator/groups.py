@@ -224,12 +224,14 @@ class GroupCoordinator:
             raise KafkaApiError(ErrorCode.illegal_generation, f"group {group_id!r} has no generation")
         _, member = self._member(group_id, member_id)
         member.last_heartbeat = time.monotonic()
-        if group.state is GroupState.PREPARING_REBALANCE:
-            raise KafkaApiError(ErrorCode.rebalance_in_progress, f"group {group_id!r} is rebalancing")
         if generation != group.generation:
             raise KafkaApiError(
                 ErrorCode.illegal_generation, f"generation {generation} is not the group's {group.generation}"
             )
+        # As in Kafka: commits stay open while PreparingRebalance (cooperative members keep consuming
+        # their partitions), but not between JoinGroup and SyncGroup.
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            raise KafkaApiError(ErrorCode.rebalance_in_progress, f"group {group_id!r} is completing a rebalance")
 
     def delete(self, group_id: str) -> None:
         group = self.groups.get(group_id)
