@@ -26,6 +26,7 @@ from kio.serial.errors import SerialError
 
 from broker.protocol.apis import is_supported, request_class
 from broker.protocol.errors import FrameTooLarge, MalformedFrame
+from broker.protocol.guard import check_body
 
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
@@ -99,7 +100,7 @@ class Connection:
         return events
 
 
-def decode_request(frame: memoryview | bytes) -> Event:
+def decode_request(frame: bytes) -> Event:
     """Decode one frame (without its size prefix) into an event; raises MalformedFrame."""
     size = len(frame)
     key, version, correlation_id = _KEY_VERSION_CORRELATION.unpack_from(frame, 0)
@@ -110,8 +111,13 @@ def decode_request(frame: memoryview | bytes) -> Event:
     try:
         reader = _read_header_v2 if cls.__header_schema__ is RequestHeaderV2 else _read_header_v1
         raw_header, offset = reader(frame, 0)
+        try:
+            check_body(cls, frame, offset)
+        except MalformedFrame as exc:
+            raise MalformedFrame(f"api {key} v{version} from client {raw_header.client_id!r}: {exc}") from None
         body, used = entity_reader(cls)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError) as exc:
+    # kio raises KeyError for unknown tagged fields (Kafka would skip them).
+    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError, KeyError) as exc:
         raise MalformedFrame(f"cannot decode api {key} v{version} request: {exc}") from exc
     # Trailing bytes are ignored, as Apache Kafka does: librdkafka 2.x sends Metadata v12 "all topics"
     # requests with three extra bytes.
