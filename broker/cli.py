@@ -1,9 +1,76 @@
 """The `broker` command line."""
 
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
 import click
+
+from broker import logs
+from broker.config import BrokerConfig, ConfigError, load_file, parse_set
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="lakefeed", prog_name="broker")
 def main() -> None:
     """The bundled Kafka-compatible broker."""
+
+
+@main.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where topics and data live (log.dirs).")
+@click.option("--listeners", help="PLAINTEXT://HOST:PORT to listen on (Kafka's `listeners`).")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="server.properties (k=v) or YAML file with Kafka property names.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one property; repeatable.")
+@click.option("--log-level", default="INFO", show_default=True, help="Log level (JSON lines on stderr).")
+def start(
+    data_dir: Path | None, listeners: str | None, config_file: Path | None, overrides: tuple[str, ...], log_level: str
+) -> None:
+    """Run the broker until SIGTERM or SIGINT."""
+    logs.configure(log_level)
+    try:
+        properties = load_file(config_file) if config_file else {}
+        properties.update(parse_set(overrides))
+        if data_dir is not None:
+            properties["log.dirs"] = str(data_dir)
+        if listeners is not None:
+            properties["listeners"] = listeners
+        config = BrokerConfig().with_overrides(properties)
+        config.data_dir  # noqa: B018 - validate before starting
+        config.listener  # noqa: B018
+    except ConfigError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    try:
+        import uvloop  # type: ignore[import-not-found,unused-ignore]
+
+        runner = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    sys.exit(runner(_serve(config)))
+
+
+async def _serve(config: BrokerConfig) -> int:
+    from broker.log_store import MemoryLogStore
+    from broker.server import BrokerServer
+
+    server = BrokerServer(config, MemoryLogStore())
+    try:
+        await server.start()
+    except OSError as exc:
+        click.echo(f"error: cannot listen on {config.get('listeners')}: {exc}", err=True)
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Broker configuration with Kafka's property names.
+
+Sources, later wins: defaults < `--config FILE` (server.properties `k=v` lines, or YAML when the file
+ends in .yaml/.yml) < `--set k=v` < the explicit CLI flags (--data-dir, --listeners).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from broker.protocol.errors import ProtocolError
+
+
+class ConfigError(ProtocolError):
+    """A configuration value is missing or invalid; the message names the key and the fix."""
+
+
+# Broker defaults: the Kafka defaults, except where a single-node broker needs otherwise.
+DEFAULTS: Mapping[str, str] = MappingProxyType(
+    {
+        "node.id": "1",
+        "listeners": "PLAINTEXT://127.0.0.1:9092",
+        "advertised.listeners": "",
+        "log.dirs": "",
+        "auto.create.topics.enable": "true",
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "message.max.bytes": "1048588",
+        "socket.request.max.bytes": "104857600",
+        "group.initial.rebalance.delay.ms": "3000",
+        "group.min.session.timeout.ms": "6000",
+        "group.max.session.timeout.ms": "1800000",
+        "offsets.topic.num.partitions": "50",
+        "log.segment.bytes": "1073741824",
+        "log.retention.hours": "168",
+        "log.message.timestamp.type": "CreateTime",
+        "min.insync.replicas": "1",
+        "cluster.id": "lakefeed-broker-cluster",
+    }
+)
+
+# Topic-level configs and the broker property that provides their default.
+TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = MappingProxyType(
+    {
+        "cleanup.policy": "delete",
+        "compression.type": "producer",
+        "max.message.bytes": "message.max.bytes",
+        "message.timestamp.type": "log.message.timestamp.type",
+        "min.insync.replicas": "min.insync.replicas",
+        "retention.ms": "604800000",
+        "retention.bytes": "-1",
+        "segment.bytes": "log.segment.bytes",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        scheme, _, rest = text.strip().partition("://")
+        host, _, port = rest.rpartition(":")
+        if scheme.upper() != "PLAINTEXT" or not host or not port.isdigit():
+            raise ConfigError(f"listener {text!r}: expected PLAINTEXT://HOST:PORT, e.g. PLAINTEXT://127.0.0.1:9092")
+        return cls(host, int(port))
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    properties: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULTS))
+
+    def get(self, key: str) -> str:
+        return self.properties.get(key, DEFAULTS.get(key, ""))
+
+    def int(self, key: str) -> int:
+        value = self.get(key)
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"config {key}={value!r} is not an integer; set it with --set {key}=N") from None
+
+    def bool(self, key: str) -> bool:
+        return self.get(key).lower() == "true"
+
+    @property
+    def node_id(self) -> int:
+        return self.int("node.id")
+
+    @property
+    def listener(self) -> Listener:
+        return Listener.parse(self.get("listeners").split(",")[0])
+
+    @property
+    def advertised(self) -> Listener:
+        text = self.get("advertised.listeners")
+        return Listener.parse(text.split(",")[0]) if text else self.listener
+
+    @property
+    def data_dir(self) -> Path:
+        text = self.get("log.dirs")
+        if not text:
+            raise ConfigError("no data directory: pass --data-dir DIR or set log.dirs")
+        return Path(text.split(",")[0])
+
+    def is_default(self, key: str) -> bool:
+        return key not in self.properties or self.properties[key] == DEFAULTS.get(key)
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:
+        merged = dict(self.properties)
+        merged.update(overrides)
+        return BrokerConfig(merged)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise ConfigError(f"line {number}: {line!r} is not key=value")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, str]:
+    if not isinstance(data, dict):
+        return {prefix: "" if data is None else str(data).lower() if isinstance(data, bool) else str(data)}
+    result: dict[str, str] = {}
+    for key, value in data.items():
+        result.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return result
+
+
+def load_file(path: Path) -> dict[str, str]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: YAML config must be a mapping of Kafka property names")
+        return _flatten(data)
+    return parse_properties(text)
+
+
+def parse_set(values: tuple[str, ...]) -> dict[str, str]:
+    result = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set num.partitions=3")
+        result[key.strip()] = value.strip()
+    return result

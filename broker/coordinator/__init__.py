@@ -1,0 +1,1 @@
+"""Coordinators of the single-node broker: consumer groups, committed offsets, producer ids."""

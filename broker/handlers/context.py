@@ -1,0 +1,115 @@
+"""What every handler can reach: configuration, topics, partition logs, coordinators."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.config import DEFAULTS, TOPIC_CONFIG_DEFAULTS, BrokerConfig
+from broker.coordinator.groups import GroupCoordinator
+from broker.coordinator.offsets import OffsetStore
+from broker.coordinator.producers import ProducerStateManager
+from broker.log_store import LogConfig, LogStore, PartitionLog
+from broker.protocol.errors import KafkaApiError
+from broker.protocol.framing import RequestHeader
+from broker.topics import Topic, TopicRegistry
+from kio.schema.errors import ErrorCode
+
+
+class DataNotifier:
+    """Wakes long-polling fetches when any partition gets new data."""
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def notify(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    async def wait(self, timeout: float) -> None:
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._waiter), timeout)
+        except TimeoutError:
+            pass
+
+
+@dataclass
+class BrokerState:
+    config: BrokerConfig
+    topics: TopicRegistry
+    store: LogStore
+    groups: GroupCoordinator
+    offsets: OffsetStore
+    producers: ProducerStateManager
+    notifier: DataNotifier = field(default_factory=DataNotifier)
+    _logs: dict[tuple[str, int], PartitionLog] = field(default_factory=dict)
+
+    def topic_config(self, topic: Topic, key: str) -> str:
+        if key in topic.configs:
+            return topic.configs[key]
+        default = TOPIC_CONFIG_DEFAULTS.get(key, "")
+        return self.config.get(default) if default in DEFAULTS else default
+
+    def log_config(self, topic: Topic) -> LogConfig:
+        return LogConfig(
+            max_message_bytes=int(self.topic_config(topic, "max.message.bytes")),
+            segment_bytes=int(self.topic_config(topic, "segment.bytes")),
+            timestamp_type_log_append=self.topic_config(topic, "message.timestamp.type") == "LogAppendTime",
+        )
+
+    def log(self, topic: Topic, partition: int) -> PartitionLog:
+        if not 0 <= partition < topic.partitions:
+            raise KafkaApiError(
+                ErrorCode.unknown_topic_or_partition, f"topic {topic.name!r} has no partition {partition}"
+            )
+        key = (topic.name, partition)
+        log = self._logs.get(key)
+        if log is None:
+            log = self._logs[key] = self.store.open(topic.name, partition, self.log_config(topic))
+        return log
+
+    def require_topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise KafkaApiError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
+        return topic
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        if partitions == -1:
+            partitions = self.config.int("num.partitions")
+        topic = self.topics.create(name, partitions, configs)
+        for index in range(topic.partitions):
+            self.log(topic, index)
+        return topic
+
+    def auto_create(self, name: str) -> Topic | None:
+        """Create `name` with the broker defaults when auto.create.topics.enable allows it."""
+        if not self.config.bool("auto.create.topics.enable"):
+            return None
+        return self.create_topic(name, -1, {})
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.topics.delete(name)
+        for index in range(topic.partitions):
+            log = self._logs.pop((name, index), None)
+            if log is not None:
+                log.close()
+            self.store.delete(name, index)
+        self.notifier.notify()
+
+    def add_partitions(self, topic: Topic, count: int) -> Topic:
+        updated = self.topics.update(topic, partitions=count)
+        for index in range(topic.partitions, count):
+            self.log(updated, index)
+        return updated
+
+
+@dataclass(frozen=True)
+class Request:
+    header: RequestHeader
+    body: Any
+    client_host: str = ""

@@ -1,0 +1,54 @@
+"""OffsetFetch (9): committed offsets of one group (v1-7) or several groups (v8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers.context import BrokerState, Request
+from broker.protocol.apis import response_class
+from kio.schema.errors import ErrorCode
+
+
+def _topics(state: BrokerState, cls: Any, group_id: str, wanted: Any, suffix: str) -> tuple[Any, ...]:
+    topic_cls = nested(cls, f"OffsetFetchResponseTopic{suffix}")
+    partition_cls = nested(cls, f"OffsetFetchResponsePartition{suffix}")
+    if wanted is None:  # null: every partition the group committed
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in state.offsets.partitions(group_id):
+            by_topic.setdefault(topic, []).append(partition)
+        requested = list(by_topic.items())
+    else:
+        requested = [(t.name, list(t.partition_indexes)) for t in wanted]
+    result = []
+    for name, partitions in requested:
+        answers = []
+        for index in partitions:
+            committed = state.offsets.fetch(group_id, name, index)
+            answers.append(
+                build(
+                    partition_cls,
+                    partition_index=index,
+                    committed_offset=committed.offset if committed else -1,
+                    committed_leader_epoch=committed.leader_epoch if committed else -1,
+                    metadata=committed.metadata if committed else "",
+                    error_code=ErrorCode.none,
+                )
+            )
+        result.append(build(topic_cls, name=name, partitions=tuple(answers)))
+    return tuple(result)
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    if hasattr(body, "groups"):
+        group_cls = nested(cls, "OffsetFetchResponseGroup")
+        groups = tuple(
+            build(group_cls, group_id=g.group_id, topics=_topics(state, cls, g.group_id, g.topics, "s"),
+                  error_code=ErrorCode.none)
+            for g in body.groups
+        )
+        return build(cls, throttle_time=NO_THROTTLE, groups=groups)
+    topics = _topics(state, cls, body.group_id, body.topics, "")
+    return build(cls, throttle_time=NO_THROTTLE, topics=topics, error_code=ErrorCode.none)

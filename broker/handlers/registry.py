@@ -1,0 +1,52 @@
+"""API key -> handler. Every key advertised in ApiVersions has exactly one handler module."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from broker.handlers import (
+    api_versions,
+    create_topics,
+    delete_groups,
+    delete_topics,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    sync_group,
+)
+from broker.handlers.context import BrokerState, Request
+from broker.protocol.apis import api_key
+
+Handler = Callable[[BrokerState, Request], Awaitable[Any]]
+
+HANDLERS: dict[int, Handler] = {
+    api_key("produce"): produce.handle,
+    api_key("fetch"): fetch.handle,
+    api_key("list_offsets"): list_offsets.handle,
+    api_key("metadata"): metadata.handle,
+    api_key("offset_commit"): offset_commit.handle,
+    api_key("offset_fetch"): offset_fetch.handle,
+    api_key("find_coordinator"): find_coordinator.handle,
+    api_key("join_group"): join_group.handle,
+    api_key("heartbeat"): heartbeat.handle,
+    api_key("leave_group"): leave_group.handle,
+    api_key("sync_group"): sync_group.handle,
+    api_key("describe_groups"): describe_groups.handle,
+    api_key("list_groups"): list_groups.handle,
+    api_key("api_versions"): api_versions.handle,
+    api_key("create_topics"): create_topics.handle,
+    api_key("delete_topics"): delete_topics.handle,
+    api_key("init_producer_id"): init_producer_id.handle,
+    api_key("delete_groups"): delete_groups.handle,
+}

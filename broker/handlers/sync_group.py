@@ -1,0 +1,24 @@
+"""SyncGroup (14): the leader hands in assignments; every member gets its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers._build import NO_THROTTLE, build
+from broker.handlers.context import BrokerState, Request
+from broker.protocol.apis import response_class
+from broker.protocol.errors import KafkaApiError
+from kio.schema.errors import ErrorCode
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    assignments = {a.member_id: a.assignment for a in body.assignments}
+    try:
+        result = await state.groups.sync(body.group_id, body.generation_id, body.member_id, assignments)
+    except KafkaApiError as exc:
+        return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, protocol_type=None, protocol_name=None,
+                     assignment=b"")
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, protocol_type=result.protocol_type,
+                 protocol_name=result.protocol_name, assignment=result.assignment)

@@ -1,0 +1,189 @@
+"""The storage interface the protocol handlers need, and an in-memory implementation.
+
+It mirrors broker/storage's `PartitionLog` one to one (open/append/read/offsets/truncate/close) so the
+real segment store drops in at merge time: `LogStore.open(topic, partition, config)` becomes
+`PartitionLog.open(dir, LogConfig)`. Reads return `chunks` that are either bytes or `FileRange`s; the
+server sends file ranges with sendfile, bytes with a plain write.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from broker.protocol import records
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    max_message_bytes: int = 1048588
+    segment_bytes: int = 1 << 30
+    timestamp_type_log_append: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileRange:
+    path: str
+    position: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    chunks: tuple[bytes | FileRange, ...]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    timestamp: int
+    offset: int
+
+
+class PartitionLog(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult: ...
+    def read(self, offset: int, max_bytes: int) -> ReadResult: ...
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None: ...
+    def max_timestamp(self) -> TimestampOffset | None: ...
+    def delete_records_before(self, offset: int) -> int: ...
+    def truncate_to(self, offset: int) -> None: ...
+    def close(self) -> None: ...
+
+
+class LogStore(Protocol):
+    def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog: ...
+    def delete(self, topic: str, partition: int) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class _Batch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+@dataclass
+class MemoryPartitionLog:
+    """Batches in a list; single node, so the high watermark is the log end offset."""
+
+    config: LogConfig
+    _batches: list[_Batch] = field(default_factory=list)
+    _bases: list[int] = field(default_factory=list)
+    _start: int = 0
+    _end: int = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end
+
+    @property
+    def high_watermark(self) -> int:
+        return self._end
+
+    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
+        buffer = bytearray(batch_bytes)
+        headers = list(records.iter_batches(buffer))
+        base = self._end
+        append_time = int(time.time() * 1000) if self.config.timestamp_type_log_append else -1
+        for header in headers:
+            records.patch_batch(buffer, header, self._end, leader_epoch)
+            if append_time >= 0:
+                records.patch_log_append_time(buffer, header, append_time)
+            last = self._end + header.last_offset_delta
+            stamp = append_time if append_time >= 0 else header.max_timestamp
+            chunk = bytes(buffer[header.position : header.position + header.length])
+            self._batches.append(_Batch(self._end, last, stamp, chunk))
+            self._bases.append(self._end)
+            self._end = last + 1
+        return AppendResult(base, self._end - 1, append_time, self._start)
+
+    def read(self, offset: int, max_bytes: int) -> ReadResult:
+        index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        chunks: list[bytes | FileRange] = []
+        size = 0
+        for batch in self._batches[index:]:
+            if batch.last_offset < offset:
+                continue
+            # Like Kafka: the first batch is returned whole even when over max_bytes.
+            if chunks and size + len(batch.data) > max_bytes:
+                break
+            chunks.append(batch.data)
+            size += len(batch.data)
+            if size >= max_bytes:
+                break
+        return ReadResult(tuple(chunks), size)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        for batch in self._batches:
+            if batch.max_timestamp < timestamp or batch.last_offset < self._start:
+                continue
+            header = next(records.iter_batches(batch.data, verify_crc=False))
+            if header.compression or header.attributes & records.LOG_APPEND_TIME_FLAG:
+                return TimestampOffset(batch.max_timestamp, max(batch.base_offset, self._start))
+            for delta, stamp in records.record_timestamps(batch.data, header):
+                offset = batch.base_offset + delta
+                if stamp >= timestamp and offset >= self._start:
+                    return TimestampOffset(stamp, offset)
+        return None
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        best: TimestampOffset | None = None
+        for batch in self._batches:
+            if best is None or batch.max_timestamp > best.timestamp:
+                best = TimestampOffset(batch.max_timestamp, batch.last_offset)
+        return best
+
+    def delete_records_before(self, offset: int) -> int:
+        self._start = max(self._start, min(offset, self._end))
+        while self._batches and self._batches[0].last_offset < self._start:
+            self._batches.pop(0)
+            self._bases.pop(0)
+        return self._start
+
+    def truncate_to(self, offset: int) -> None:
+        while self._batches and self._batches[-1].base_offset >= offset:
+            self._batches.pop()
+            self._bases.pop()
+        self._end = min(self._end, offset)
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryLogStore:
+    def __init__(self) -> None:
+        self._logs: dict[tuple[str, int], MemoryPartitionLog] = {}
+
+    def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        log = self._logs.get((topic, partition))
+        if log is None:
+            log = self._logs[(topic, partition)] = MemoryPartitionLog(config)
+        return log
+
+    def delete(self, topic: str, partition: int) -> None:
+        self._logs.pop((topic, partition), None)
+
+    def close(self) -> None:
+        self._logs.clear()

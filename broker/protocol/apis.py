@@ -1,0 +1,86 @@
+"""The API keys and version ranges this broker serves, and the kio entity classes behind them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_entity_module
+from kio.schema.index import api_key_map
+from kio.static.constants import EntityType
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRange:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+
+
+# Produce is served from v3 (RecordBatch v2); Kafka 4 itself dropped v0-2 (KIP-896).
+_RANGES: tuple[tuple[str, int, int], ...] = (
+    ("produce", 3, 12),
+    ("fetch", 4, 16),
+    ("list_offsets", 1, 8),
+    ("metadata", 0, 12),
+    ("offset_commit", 2, 9),
+    ("offset_fetch", 1, 8),
+    ("find_coordinator", 0, 4),
+    ("join_group", 0, 9),
+    ("heartbeat", 0, 4),
+    ("leave_group", 0, 5),
+    ("sync_group", 0, 5),
+    ("describe_groups", 0, 5),
+    ("list_groups", 0, 4),
+    ("api_versions", 0, 4),
+    ("create_topics", 2, 7),
+    ("delete_topics", 1, 6),
+    ("init_producer_id", 0, 4),
+    ("delete_groups", 0, 2),
+)
+
+_KEY_BY_NAME = {name: key for key, name in api_key_map.items()}
+
+SUPPORTED: dict[int, ApiRange] = {
+    _KEY_BY_NAME[name]: ApiRange(_KEY_BY_NAME[name], name, low, high) for name, low, high in _RANGES
+}
+
+API_VERSIONS_KEY = _KEY_BY_NAME["api_versions"]
+
+
+def api_key(name: str) -> int:
+    return _KEY_BY_NAME[name]
+
+
+def is_supported(key: int, version: int) -> bool:
+    api = SUPPORTED.get(key)
+    return api is not None and api.min_version <= version <= api.max_version
+
+
+@cache
+def request_class(key: int, version: int) -> Any:
+    """The kio request entity class for a supported (key, version)."""
+    return _entity(key, version, EntityType.request)
+
+
+@cache
+def response_module(key: int, version: int) -> Any:
+    return load_entity_module(SUPPORTED[key].name, version, EntityType.response)
+
+
+@cache
+def response_class(key: int, version: int) -> Any:
+    return _entity(key, version, EntityType.response)
+
+
+def _entity(key: int, version: int, kind: EntityType) -> Any:
+    module = load_entity_module(SUPPORTED[key].name, version, kind)  # type: ignore[arg-type]
+    suffix = "Request" if kind is EntityType.request else "Response"
+    for value in vars(module).values():
+        if isinstance(value, type) and getattr(value, "__type__", None) is kind and value.__name__.endswith(
+            suffix
+        ):
+            return value
+    raise LookupError(f"kio has no {kind.name} entity for api {key} v{version}")

@@ -1,0 +1,132 @@
+"""The asyncio TCP server: one task per connection, requests handled in order, one at a time.
+
+Kafka itself mutes a connection while one of its requests is in flight, so handling each
+connection's requests sequentially gives "responses in request order" for free; concurrency comes from
+many connections. Bad frames close only their own connection (after a log line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from broker.config import BrokerConfig
+from broker.coordinator.groups import GroupCoordinator
+from broker.coordinator.offsets import OffsetStore
+from broker.coordinator.producers import ProducerStateManager
+from broker.handlers.api_versions import api_versions_response
+from broker.handlers.context import BrokerState, Request
+from broker.handlers.registry import HANDLERS
+from broker.log_store import LogStore
+from broker.protocol.apis import API_VERSIONS_KEY
+from broker.protocol.errors import FrameError
+from broker.protocol.framing import Connection, RequestReceived, UnsupportedRequest, encode_response
+from broker.topics import TopicRegistry
+from kio.schema.errors import ErrorCode
+
+log = logging.getLogger("broker.server")
+_READ_SIZE = 256 * 1024
+_EXPIRY_INTERVAL = 0.5
+
+
+def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
+    data_dir = config.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return BrokerState(
+        config=config,
+        topics=TopicRegistry(data_dir / "topics.json"),
+        store=store,
+        groups=GroupCoordinator(
+            initial_rebalance_delay_ms=config.int("group.initial.rebalance.delay.ms"),
+            min_session_timeout_ms=config.int("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
+        ),
+        offsets=OffsetStore(),
+        producers=ProducerStateManager(),
+    )
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig, store: LogStore) -> None:
+        self.config = config
+        self.state = build_state(config, store)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._max_request_bytes = config.int("socket.request.max.bytes")
+
+    async def start(self) -> None:
+        listener = self.config.listener
+        self._server = await asyncio.start_server(self._serve_connection, listener.host, listener.port, limit=_READ_SIZE)
+        self._tasks.add(asyncio.create_task(self._expire_sessions()))
+        log.info("listening", extra={"host": listener.host, "port": listener.port})
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.state.store.close()
+        log.info("stopped")
+
+    async def _expire_sessions(self) -> None:
+        while True:
+            await asyncio.sleep(_EXPIRY_INTERVAL)
+            for member in self.state.groups.expire_sessions():
+                log.info("group member session expired", extra={"member": member})
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        connection = Connection(self._max_request_bytes)
+        try:
+            while True:
+                data = await reader.read(_READ_SIZE)
+                if not data:
+                    break
+                events = connection.receive_data(data)
+                for event in events:
+                    response = await self._respond(event, peer[0])
+                    if response is not None:
+                        writer.write(response)
+                if events:
+                    await writer.drain()
+        except FrameError as exc:
+            log.warning("closing connection: %s", exc, extra={"peer": f"{peer[0]}:{peer[1]}"})
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("closing connection after an internal error", extra={"peer": f"{peer[0]}:{peer[1]}"})
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            if task is not None:
+                self._tasks.discard(task)
+
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
+        header = event.header
+        if isinstance(event, UnsupportedRequest):
+            if header.api_key == API_VERSIONS_KEY:
+                # Clients probe with their newest ApiVersions; answer v0 so they can pick a version.
+                return encode_response(header.correlation_id, api_versions_response(0, ErrorCode.unsupported_version))
+            raise _Unsupported(
+                f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
+            )
+        handler = HANDLERS[header.api_key]
+        response = await handler(self.state, Request(header, event.body, host))
+        if response is None:
+            return None
+        return encode_response(header.correlation_id, response)
+
+
+class _Unsupported(FrameError):
+    pass

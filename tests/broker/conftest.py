@@ -1,0 +1,67 @@
+"""One broker process (`broker start`) per test run, shared by every client test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lakefeed_testing.net import free_port, port_open, wait_until
+
+
+@dataclass(frozen=True)
+class BrokerProcess:
+    port: int
+    data_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    root = tmp_path_factory.mktemp("broker")
+    port = free_port()
+    log_path = root / "broker.log"
+    command = [
+        sys.executable, "-m", "broker.cli", "start",
+        "--data-dir", str(root / "data"),
+        "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+        "--set", "group.initial.rebalance.delay.ms=300",
+        "--set", "socket.request.max.bytes=1048576",
+        "--set", "message.max.bytes=200000",
+    ]  # fmt: skip
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: process.poll() is None)
+        yield BrokerProcess(port, root / "data", log_path, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def topic_name() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"

@@ -1,0 +1,62 @@
+"""Build RecordBatch v2 bytes and raw request frames with kio, for tests that speak bytes."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_new_batch
+from kio.serial import entity_reader
+
+from broker.protocol.apis import response_class
+from broker.protocol.framing import RequestHeader, encode_request
+
+
+def record_batch(
+    values: list[bytes], *, producer_id: int = -1, epoch: int = -1, base_sequence: int = -1,
+    timestamp_ms: int = 1_700_000_000_000,
+) -> bytes:
+    stamp = datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC)
+    records = tuple(
+        Record(attributes=0, timestamp=stamp + datetime.timedelta(milliseconds=i), offset=i, key=None, value=v,
+               headers=())
+        for i, v in enumerate(values)
+    )
+    buffer = io.BytesIO()
+    write_new_batch(buffer, NewRecordBatch(producer_id=producer_id, producer_epoch=epoch,
+                                           base_sequence=base_sequence, records=records, attributes=0))
+    return buffer.getvalue()
+
+
+def frame(api_key: int, version: int, body: Any, correlation_id: int = 1) -> bytes:
+    return encode_request(RequestHeader(api_key, version, correlation_id, "tests"), body)
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    def exactly(count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            data += chunk
+        return data
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
+def roundtrip(port: int, api_key: int, version: int, body: Any) -> tuple[int, Any]:
+    """Send one request; return (correlation id, decoded response body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(frame(api_key, version, body, correlation_id=7))
+        data = read_frame(sock)
+    cls = response_class(api_key, version)
+    (correlation,) = struct.unpack_from(">i", data, 0)
+    offset = 4 if cls.__header_schema__.__flexible__ is False else 5
+    response, _ = entity_reader(cls)(data, offset)
+    return correlation, response
