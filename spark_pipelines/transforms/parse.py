@@ -33,7 +33,8 @@ def parse_messages(records: DataFrame) -> DataFrame:
     """Kafka source rows (topic, partition, offset, value) -> parsed messages.
 
     Columns: topic, partition, offset, value (the raw text, kept so a bad message can be named),
-    valid, database, table, type, is_ddl, sql, pk_names, mysql_types, row, old, es, _lakefeed_seq,
+    valid, database, table, type, is_ddl, sql, pk_names, mysql_types, row, old, es, only_handle_key,
+    _lakefeed_seq,
     _lakefeed_commit_ts. `valid` is false for text that is not a canal-JSON message; watermarks are
     dropped.
     """
@@ -56,6 +57,7 @@ def parse_messages(records: DataFrame) -> DataFrame:
         F.col("m.data")[0].alias("row"),
         F.col("m.old")[0].alias("old"),
         F.col("m.es").alias("es"),
+        F.coalesce(F.col("m._tidb.onlyHandleKey"), F.lit(False)).alias("only_handle_key"),
         sequence(F.col("m._tidb.commitTs"), F.col("m.es"), F.col("partition"), F.col("offset")).alias(SEQ),
         F.timestamp_millis(physical_ms).alias(COMMIT_TS),
     )
@@ -63,6 +65,9 @@ def parse_messages(records: DataFrame) -> DataFrame:
         F.col("type").isNotNull() & F.col("database").isNotNull() & F.col(f"{SEQ}.ts").isNotNull()
         & (F.col("is_ddl") | (F.col("type").isin(*DML_TYPES) & F.col("table").isNotNull()
                               & F.col("row").isNotNull() & F.col("mysql_types").isNotNull()))
+        # A handle-key-only row (TiCDC's large-message handling) lacks the other columns; applying
+        # it would null them, so only deletes may come that way.
+        & (~F.col("only_handle_key") | (F.col("type") == "DELETE"))
     )
     return (out.withColumn("valid", F.coalesce(valid, F.lit(False)))
             .where(F.coalesce(F.col("type"), F.lit("")) != WATERMARK_TYPE))

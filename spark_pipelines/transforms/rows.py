@@ -46,7 +46,8 @@ def changes_of(messages: DataFrame, shape: TableShape, source_time_zone: str = "
     key_changed = _any_key_changed(shape.primary_key)
 
     def typed(source: Column) -> list[Column]:
-        return [typed_value(source[name], ctype, source_time_zone).alias(name) for name, ctype in shape.columns]
+        return [typed_value(source[name], ctype, source_time_zone).alias(name)
+                for name, ctype in shape.columns]
 
     rows = mine.select(
         *typed(F.col("row")),

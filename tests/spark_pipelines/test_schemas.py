@@ -17,7 +17,8 @@ MAPPING = {
     "smallint": "smallint", "smallint unsigned": "int", "mediumint": "int", "mediumint(8) unsigned": "int",
     "int": "int", "int(11)": "int", "int unsigned": "bigint", "int(10) unsigned zerofill": "bigint",
     "bigint": "bigint", "bigint unsigned": "decimal(20,0)", "bigint(20) unsigned": "decimal(20,0)",
-    "decimal(10,2)": "decimal(10,2)", "decimal(5)": "decimal(5,0)", "decimal(38,10) unsigned": "decimal(38,10)",
+    "decimal(10,2)": "decimal(10,2)", "decimal(5)": "decimal(5,0)",
+    "decimal(38,10) unsigned": "decimal(38,10)",
     "float": "float", "float unsigned": "float", "double": "double", "double(26,3)": "double",
     "bit(1)": "bigint", "bit(63)": "bigint", "bit(64)": "decimal(20,0)", "bit": "decimal(20,0)",
     "year": "smallint", "year(4)": "smallint", "date": "date", "datetime": "timestamp_ntz",
@@ -25,7 +26,8 @@ MAPPING = {
     "time(3)": "string", "char": "string", "char(10)": "string", "varchar(255)": "string", "text": "string",
     "tinytext": "string", "mediumtext": "string", "longtext": "string", "json": "string", "enum": "string",
     "enum('a','b')": "string", "set('x','y')": "string", "binary(16)": "binary", "varbinary(20)": "binary",
-    "blob": "binary", "tinyblob": "binary", "mediumblob": "binary", "longblob": "binary", "VARCHAR(3)": "string",
+    "blob": "binary", "tinyblob": "binary", "mediumblob": "binary", "longblob": "binary",
+    "VARCHAR(3)": "string",
 }
 
 
