@@ -1,0 +1,1 @@
+"""The edges: reading Kafka, writing Delta. Everything between them is in transforms/."""

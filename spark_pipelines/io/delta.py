@@ -1,0 +1,152 @@
+"""The Delta edge: one table per source table, kept equal to it by a sequence-guarded MERGE.
+
+Each Delta table holds the source columns plus
+- `_lakefeed_seq`      the commit sequence of the change that wrote the row (see transforms/parse.py);
+- `_lakefeed_deleted`  true for a tombstone: the key was deleted at `_lakefeed_seq`;
+- `_lakefeed_commit_ts` the MySQL commit time of that change.
+A change is applied only when its sequence is strictly greater than the stored one, so replayed and
+out-of-order changes do nothing. Deletes stay as tombstones (non-key columns NULL) so an older insert
+replayed later cannot bring the row back; `purge_tombstones` removes those older than the topic's
+retention. Readers use `live_rows` (or filter `NOT _lakefeed_deleted`).
+
+Each MERGE carries Delta's idempotent-write identifiers (txnAppId, txnVersion) on the session that
+runs it: a micro-batch re-run after a crash finds its version recorded and skips the write.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_pipelines.errors import TypeChangeError
+from spark_pipelines.io.evolution import Change, plan_change
+from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
+from spark_pipelines.transforms.rows import DELETE, OP, TableShape
+
+DELETED = "_lakefeed_deleted"
+SEQ_TYPE = T.StructType([
+    T.StructField("ts", T.LongType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("offset", T.LongType()),
+])
+INTERNAL = (SEQ, DELETED, COMMIT_TS)
+TABLE_PROPERTIES = {
+    # Column mapping lets RENAME/DROP COLUMN follow MySQL without rewriting data files.
+    "delta.columnMapping.mode": "name",
+    "delta.enableTypeWidening": "true",
+}
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+@dataclass(frozen=True)
+class Txn:
+    """Delta idempotent-write identifiers for one write."""
+
+    app_id: str
+    version: int
+
+
+def q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_ref(path: str) -> str:
+    return f"delta.{q(path)}"
+
+
+def exists(spark: Any, path: str) -> bool:
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> None:
+    """Create the table for `shape`, or add its new columns and widen changed types."""
+    if not exists(spark, path):
+        builder = DeltaTable.createIfNotExists(spark).location(path)
+        for name, ctype in shape.columns:
+            builder = builder.addColumn(name, ctype.spark_type)
+        builder = (builder.addColumn(SEQ, SEQ_TYPE).addColumn(DELETED, T.BooleanType())
+                   .addColumn(COMMIT_TS, T.TimestampType()))
+        properties = dict(TABLE_PROPERTIES)
+        if change_data_feed:
+            properties["delta.enableChangeDataFeed"] = "true"
+        for key, value in properties.items():
+            builder = builder.property(key, value)
+        builder.execute()
+        return
+    current = {field.name: field.dataType for field in spark.read.format("delta").load(path).schema}
+    missing = [(name, ctype) for name, ctype in shape.columns if name not in current]
+    if missing:
+        columns = ", ".join(f"{q(name)} {ctype.sql}" for name, ctype in missing)
+        spark.sql(f"ALTER TABLE {table_ref(path)} ADD COLUMNS ({columns})")
+    for name, ctype in shape.columns:
+        if name not in current:
+            continue
+        decision, target = plan_change(current[name], ctype.spark_type)
+        if decision is Change.WIDEN:
+            try:
+                spark.sql(f"ALTER TABLE {table_ref(path)} ALTER COLUMN {q(name)} TYPE {target.simpleString()}")
+            except Exception as exc:
+                raise _type_error(path, name, current[name], ctype.mysql_type, str(exc)) from exc
+        elif decision is Change.REFUSE:
+            raise _type_error(path, name, current[name], ctype.mysql_type, "Delta cannot widen this type")
+
+
+def _type_error(path: str, name: str, existing: Any, mysql_type: str, why: str) -> TypeChangeError:
+    return TypeChangeError(
+        f"table {path}: column {name!r} is {existing.simpleString()} in Delta and now {mysql_type!r} in "
+        f"MySQL ({why.splitlines()[0]}). Recovery: stop the pipeline and follow 'Incompatible type "
+        "changes' in docs/spark-pipelines.md (rewrite the column with the new type, or drop the Delta "
+        "table and replay the topic from the earliest offset)")
+
+
+@contextmanager
+def idempotent(spark: Any, txn: Txn | None) -> Iterator[None]:
+    """Tag the writes inside with (txnAppId, txnVersion) on this session, then clear the tags so
+    that later, unrelated writes are not skipped."""
+    if txn is None:
+        yield
+        return
+    spark.conf.set(TXN_APP_ID, txn.app_id)
+    spark.conf.set(TXN_VERSION, str(txn.version))
+    try:
+        yield
+    finally:
+        spark.conf.unset(TXN_APP_ID)
+        spark.conf.unset(TXN_VERSION)
+
+
+def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None) -> None:
+    """MERGE one change per key (see transforms/latest.py) into the table at `path`."""
+    key = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in shape.primary_key)
+    newer = f"s.{SEQ} > t.{SEQ}"
+    is_delete = f"s.{OP} = '{DELETE}'"
+    meta = {SEQ: f"s.{SEQ}", COMMIT_TS: f"s.{COMMIT_TS}"}
+    tombstone = {q(n): "NULL" for n in shape.names if n not in shape.primary_key} | meta | {DELETED: "true"}
+    upsert = {q(n): f"s.{q(n)}" for n in shape.names} | meta | {DELETED: "false"}
+    insert = {q(n): (f"s.{q(n)}" if n in shape.primary_key else f"IF({is_delete}, NULL, s.{q(n)})")
+              for n in shape.names} | meta | {DELETED: is_delete}
+    with idempotent(spark, txn):
+        (DeltaTable.forPath(spark, path).alias("t")
+         .merge(latest.alias("s"), key)
+         .whenMatchedUpdate(condition=f"{newer} AND {is_delete}", set=tombstone)
+         .whenMatchedUpdate(condition=newer, set=upsert)
+         .whenNotMatchedInsert(values=insert)
+         .execute())
+
+
+def live_rows(spark: Any, path: str) -> DataFrame:
+    """The table as MySQL has it: no tombstones, no bookkeeping columns."""
+    table = spark.read.format("delta").load(path)
+    return table.where(~F.col(DELETED)).drop(*INTERNAL)
+
+
+def purge_tombstones(spark: Any, path: str, older_than_seconds: int) -> None:
+    """Remove tombstones whose delete committed more than `older_than_seconds` ago. Safe once no
+    change older than the tombstone can still be read: keep it above the topic's retention.ms."""
+    spark.sql(f"DELETE FROM {table_ref(path)} WHERE {DELETED} AND "
+              f"{COMMIT_TS} < current_timestamp() - make_dt_interval(0, 0, 0, {int(older_than_seconds)})")
