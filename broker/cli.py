@@ -20,10 +20,16 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where topics and data live (log.dirs).")
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where topics and data live (log.dirs)."
+)
 @click.option("--listeners", help="PLAINTEXT://HOST:PORT to listen on (Kafka's `listeners`).")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="server.properties (k=v) or YAML file with Kafka property names.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="server.properties (k=v) or YAML file with Kafka property names.",
+)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one property; repeatable.")
 @click.option("--log-level", default="INFO", show_default=True, help="Log level (JSON lines on stderr).")
 def start(

@@ -6,6 +6,7 @@ ends in .yaml/.yml) < `--set k=v` < the explicit CLI flags (--data-dir, --listen
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,11 +89,11 @@ class BrokerConfig:
         except ValueError:
             raise ConfigError(f"config {key}={value!r} is not an integer; set it with --set {key}=N") from None
 
-    def bool(self, key: str) -> bool:
+    def bool(self, key: str) -> builtins.bool:
         return self.get(key).lower() == "true"
 
     @property
-    def node_id(self) -> int:
+    def node_id(self) -> builtins.int:
         return self.int("node.id")
 
     @property
@@ -111,7 +112,7 @@ class BrokerConfig:
             raise ConfigError("no data directory: pass --data-dir DIR or set log.dirs")
         return Path(text.split(",")[0])
 
-    def is_default(self, key: str) -> bool:
+    def is_default(self, key: str) -> builtins.bool:
         return key not in self.properties or self.properties[key] == DEFAULTS.get(key)
 
     def with_overrides(self, overrides: Mapping[str, str]) -> BrokerConfig:

@@ -12,6 +12,8 @@ import contextlib
 import logging
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
@@ -24,7 +26,6 @@ from broker.protocol.apis import API_VERSIONS_KEY
 from broker.protocol.errors import FrameError
 from broker.protocol.framing import Connection, RequestReceived, UnsupportedRequest, encode_response
 from broker.topics import TopicRegistry
-from kio.schema.errors import ErrorCode
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
@@ -58,7 +59,9 @@ class BrokerServer:
 
     async def start(self) -> None:
         listener = self.config.listener
-        self._server = await asyncio.start_server(self._serve_connection, listener.host, listener.port, limit=_READ_SIZE)
+        self._server = await asyncio.start_server(
+            self._serve_connection, listener.host, listener.port, limit=_READ_SIZE
+        )
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         log.info("listening", extra={"host": listener.host, "port": listener.port})
 

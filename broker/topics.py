@@ -13,8 +13,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from broker.protocol.errors import KafkaApiError
 from kio.schema.errors import ErrorCode
+
+from broker.protocol.errors import KafkaApiError
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_NAME_LENGTH = 249

@@ -16,9 +16,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 
 class GroupState(Enum):
@@ -82,7 +84,7 @@ class Group:
     timer: asyncio.TimerHandle | None = None
 
 
-def _fail(future: asyncio.Future[object] | None, code: ErrorCode, message: str) -> None:
+def _fail(future: asyncio.Future[Any] | None, code: ErrorCode, message: str) -> None:
     if future is not None and not future.done():
         future.set_exception(KafkaApiError(code, message))
 

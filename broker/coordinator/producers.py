@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from kio.schema.errors import ErrorCode
+
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.records import BatchHeader
-from kio.schema.errors import ErrorCode
 
 _MAX_CACHED_BATCHES = 5
 _SEQUENCE_MODULUS = 1 << 31

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import SUPPORTED, api_key, response_class
-from kio.schema.errors import ErrorCode
 
 
 def api_versions_response(version: int, error: ErrorCode = ErrorCode.none) -> Any:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from broker.config import DEFAULTS, TOPIC_CONFIG_DEFAULTS, BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
@@ -14,7 +17,6 @@ from broker.log_store import LogConfig, LogStore, PartitionLog
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.framing import RequestHeader
 from broker.topics import Topic, TopicRegistry
-from kio.schema.errors import ErrorCode
 
 
 class DataNotifier:
@@ -31,10 +33,8 @@ class DataNotifier:
     async def wait(self, timeout: float) -> None:
         if self._waiter is None:
             self._waiter = asyncio.get_running_loop().create_future()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._waiter), timeout)
-        except TimeoutError:
-            pass
 
 
 @dataclass

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.config import TOPIC_CONFIG_DEFAULTS
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.topics import validate_name
-from kio.schema.errors import ErrorCode
 
 
 def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, int]:

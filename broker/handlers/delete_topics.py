@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -16,7 +17,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     result_cls = nested(cls, "DeletableTopicResult")
     body = request.body
     wanted: list[tuple[str | None, Any]] = (
-        [(t.name, t.topic_id) for t in body.topics] if hasattr(body, "topics") else [(n, None) for n in body.topic_names]
+        [(t.name, t.topic_id) for t in body.topics]
+        if hasattr(body, "topics")
+        else [(n, None) for n in body.topic_names]
     )
     results = []
     for name, topic_id in wanted:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.coordinator.groups import GroupState
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
-from kio.schema.errors import ErrorCode
 
 _NO_OPERATIONS = -2147483648
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.log_store import FileRange
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 
 def _read_chunks(chunks: tuple[bytes | FileRange, ...]) -> bytes:
@@ -83,7 +84,9 @@ def _collect(state: BrokerState, body: Any, cls: Any, by_id: bool) -> tuple[list
                     records=data,
                 )
             )
-        topics.append(build(topic_cls, topic=name or "", topic_id=getattr(wanted, "topic_id", None), partitions=tuple(answers)))
+        topics.append(
+            build(topic_cls, topic=name or "", topic_id=getattr(wanted, "topic_id", None), partitions=tuple(answers))
+        )
     return topics, total, errors
 
 

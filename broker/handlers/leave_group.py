@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 
 def _leave(state: BrokerState, group_id: str, member_id: str) -> ErrorCode:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.topics import Topic, validate_name
-from kio.schema.errors import ErrorCode
 
 _NO_OPERATIONS = -2147483648
 

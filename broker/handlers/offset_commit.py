@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from broker.coordinator.offsets import CommittedOffset
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 
 async def handle(state: BrokerState, request: Request) -> Any:

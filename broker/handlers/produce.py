@@ -9,14 +9,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+from kio.serial.readers import tz_aware_from_i64
+from kio.static.primitive import i64
+
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.topics import Topic, validate_name
-from kio.schema.errors import ErrorCode
-from kio.serial.readers import tz_aware_from_i64
 
 log = logging.getLogger("broker.produce")
 
@@ -83,13 +85,15 @@ async def handle(state: BrokerState, request: Request) -> Any:
                     index=partition_data.index,
                     error_code=error,
                     base_offset=base_offset,
-                    log_append_time=tz_aware_from_i64(append_time) if append_time >= 0 else None,
+                    log_append_time=tz_aware_from_i64(i64(append_time)) if append_time >= 0 else None,
                     log_start_offset=start,
                     record_errors=(),
                     error_message=message,
                 )
             )
-        topics.append(build(nested(cls, "TopicProduceResponse"), name=topic_data.name, partition_responses=tuple(answers)))
+        topics.append(
+            build(nested(cls, "TopicProduceResponse"), name=topic_data.name, partition_responses=tuple(answers))
+        )
     state.notifier.notify()
     if acks == 0:
         return None

@@ -115,7 +115,7 @@ def decode_request(frame: bytes) -> Event:
             check_body(cls, frame, offset)
         except MalformedFrame as exc:
             raise MalformedFrame(f"api {key} v{version} from client {raw_header.client_id!r}: {exc}") from None
-        body, used = entity_reader(cls)(frame, offset)
+        body, _used = entity_reader(cls)(frame, offset)
     # kio raises KeyError for unknown tagged fields (Kafka would skip them).
     except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError, KeyError) as exc:
         raise MalformedFrame(f"cannot decode api {key} v{version} request: {exc}") from exc

@@ -142,7 +142,7 @@ def entity_check(cls: type) -> Check:
     flexible: bool = cls.__flexible__  # type: ignore[attr-defined]
     regular: list[Check] = []
     tagged: dict[int, Check] = {}
-    for field in fields(cls):  # type: ignore[arg-type]
+    for field in fields(cls):
         tag = get_field_tag(field)
         if tag is None:
             regular.append(_field_check(field, flexible))

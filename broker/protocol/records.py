@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c
+from kio.schema.errors import ErrorCode
 
 from broker.protocol.errors import KafkaApiError
-from kio.schema.errors import ErrorCode
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -70,7 +70,7 @@ def _corrupt(message: str) -> KafkaApiError:
     return KafkaApiError(ErrorCode.corrupt_message, message)
 
 
-def iter_batches(data: bytes | memoryview, *, verify_crc: bool = True) -> Iterator[BatchHeader]:
+def iter_batches(data: bytes | bytearray | memoryview, *, verify_crc: bool = True) -> Iterator[BatchHeader]:
     """Every batch header in `data`; raises CORRUPT_MESSAGE (or UNSUPPORTED_FOR_MESSAGE_FORMAT for
     magic < 2) naming the problem. Trailing partial batches are errors: producers never send them."""
     view = memoryview(data)

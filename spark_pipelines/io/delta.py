@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -125,11 +125,16 @@ def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, tx
     key = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in shape.primary_key)
     newer = f"s.{SEQ} > t.{SEQ}"
     is_delete = f"s.{OP} = '{DELETE}'"
-    meta = {SEQ: f"s.{SEQ}", COMMIT_TS: f"s.{COMMIT_TS}"}
-    tombstone = {q(n): "NULL" for n in shape.names if n not in shape.primary_key} | meta | {DELETED: "true"}
-    upsert = {q(n): f"s.{q(n)}" for n in shape.names} | meta | {DELETED: "false"}
-    insert = {q(n): (f"s.{q(n)}" if n in shape.primary_key else f"IF({is_delete}, NULL, s.{q(n)})")
-              for n in shape.names} | meta | {DELETED: is_delete}
+    Assignments = dict[str, str | Column]
+    meta: Assignments = {SEQ: f"s.{SEQ}", COMMIT_TS: f"s.{COMMIT_TS}"}
+    tombstone: Assignments = {q(n): "NULL" for n in shape.names if n not in shape.primary_key}
+    tombstone |= meta | {DELETED: "true"}
+    upsert: Assignments = {q(n): f"s.{q(n)}" for n in shape.names}
+    upsert |= meta | {DELETED: "false"}
+    insert: Assignments = {
+        q(n): (f"s.{q(n)}" if n in shape.primary_key else f"IF({is_delete}, NULL, s.{q(n)})") for n in shape.names
+    }
+    insert |= meta | {DELETED: is_delete}
     with idempotent(spark, txn):
         (DeltaTable.forPath(spark, path).alias("t")
          .merge(latest.alias("s"), key)
@@ -141,7 +146,7 @@ def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, tx
 
 def live_rows(spark: Any, path: str) -> DataFrame:
     """The table as MySQL has it: no tombstones, no bookkeeping columns."""
-    table = spark.read.format("delta").load(path)
+    table: DataFrame = spark.read.format("delta").load(path)
     return table.where(~F.col(DELETED)).drop(*INTERNAL)
 
 

@@ -45,7 +45,9 @@ def test_merge_applies_newer_changes_only_and_replays_change_nothing(spark: Any,
     # Replaying every record (same offsets, new batch ids) and older records out of order: no change.
     apply(spark, path, history, Txn("app", 2))
     apply(spark, path, list(reversed(history[:3])), Txn("app", 3))
-    assertDataFrameEqual(spark.read.format("delta").load(path), spark.createDataFrame(stored, stored_schema(spark, path)))
+    assertDataFrameEqual(
+        spark.read.format("delta").load(path), spark.createDataFrame(stored, stored_schema(spark, path))
+    )
 
     # A batch re-run after a crash reuses its txnVersion: Delta skips it, even with other content.
     versions = DeltaTable.forPath(spark, path).history().count()
@@ -65,8 +67,8 @@ def test_tombstones_block_resurrection_until_purged(spark: Any, tmp_path: Path) 
     apply(spark, path, [insert, dml("users", "DELETE", {"id": "1", "name": "ann"}, es=now_ms + 1)])
     tombstones = spark.read.format("delta").load(path).where("_lakefeed_deleted")
     assert [(r.id, r.name) for r in tombstones.collect()] == [(1, None)]
-    purge_tombstones(spark, path, older_than_seconds=3600)   # too young: kept
-    apply(spark, path, [insert])                             # replayed insert: still deleted
+    purge_tombstones(spark, path, older_than_seconds=3600)  # too young: kept
+    apply(spark, path, [insert])  # replayed insert: still deleted
     assert live_rows(spark, path).count() == 0
     purge_tombstones(spark, path, older_than_seconds=0)
     assert spark.read.format("delta").load(path).count() == 0
