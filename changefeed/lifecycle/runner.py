@@ -19,9 +19,11 @@ from changefeed.codec.canal_json import CanalJsonEncoder, CanalJsonOptions
 from changefeed.config import ChangefeedConfig
 from changefeed.delivery import Delivery
 from changefeed.dispatch.router import Router
+from changefeed.errors import SourceConnectionError
 from changefeed.lifecycle.source_uri import parse_source_uri
 from changefeed.model import CaptureEvent, Checkpoint, RowChange, TransactionCommit
 from changefeed.source.capture import CaptureOptions, CaptureSource
+from sink.claim_check import FileClaimCheckStorage
 from sink.kafka import KafkaSink, prepare_topic
 from sink.uri import KafkaSinkConfig, parse_sink_uri
 
@@ -79,7 +81,8 @@ class _Partitions(dict[str, int]):
 class PipelineRunner:
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
-        self._stop = threading.Event()
+        self._cancel = threading.Event()  # the owner stopped us: pause, remove, lease lost
+        self._stop = threading.Event()  # ends capture: on cancel, or on the first failed delivery
         self._error: BaseException | None = None
         self._finished = False
         self._delivery: Delivery | None = None
@@ -91,6 +94,7 @@ class PipelineRunner:
         self._thread.start()
 
     def stop(self, timeout: float = 1.0) -> None:
+        self._cancel.set()
         self._stop.set()
         if self._sink is not None:
             self._sink.close()  # purges in-flight messages and wakes a blocked send
@@ -104,7 +108,12 @@ class PipelineRunner:
     def error(self) -> BaseException | None:
         if self._error is not None:
             return self._error
-        return None if self._delivery is None else self._delivery.tracker.error
+        if self._delivery is not None and self._delivery.tracker.error is not None:
+            return self._delivery.tracker.error
+        if self._thread.ident is not None and not self._thread.is_alive() and not self._finished \
+                and not self._cancel.is_set():
+            return SourceConnectionError("the capture ended without an error; restarting from the checkpoint")
+        return None
 
     @property
     def finished(self) -> bool:
@@ -128,11 +137,17 @@ class PipelineRunner:
                 sink.close()
                 return
             options = spec.config.sink
-            rules = options.dispatchers
+            # The YAML's large-message policy wins over the sink URI's large-message-handle-option.
+            policy = options.large_message_handle if options.large_message_handle != "none" \
+                else sink_config.large_message_handle
+            storage = options.claim_check_storage_uri or sink_config.claim_check_storage_uri
             self._delivery = Delivery(
                 sink, CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=options.enable_tidb_extension)),
-                Router(sink_config.topic, rules), partitions, message_limit=partitions.limit, start=spec.start,
-                output_raw_change_event=options.output_raw_change_event)
+                Router(sink_config.topic, options.dispatchers), partitions, message_limit=partitions.limit,
+                start=spec.start, output_raw_change_event=options.output_raw_change_event,
+                large_message_handle=policy,
+                claim_check=FileClaimCheckStorage(storage) if policy == "claim-check" and storage else None,
+                on_failure=self._stop.set)
             source = CaptureSource(settings, CaptureOptions(
                 server_id=1_000_000 + zlib.crc32(spec.changefeed_id.encode()) % 1_000_000_000,
                 snapshot_mode=spec.config.snapshot_mode, change_filter=spec.config.change_filter(),
@@ -140,13 +155,13 @@ class PipelineRunner:
             ), start=spec.start, stop=self._stop)
             log.info("changefeed %s: running from %s", spec.changefeed_id, spec.start.position)
             self._delivery.run(self._counted(source.events()))
-            if not self._stop.is_set():
+            if not self._cancel.is_set() and self._delivery.tracker.error is None:
                 sink.flush(30)
-                if spec.target_ts is not None:
+                if spec.target_ts is not None and self._delivery.tracker.error is None:
                     self._finished = True
                     log.info("changefeed %s: target reached", spec.changefeed_id)
         except BaseException as exc:  # reported to the owner, which decides warning or failed
-            if not self._stop.is_set():
+            if not self._cancel.is_set():
                 log.warning("changefeed %s: stopped by error: %s", spec.changefeed_id, exc)
                 self._error = exc
         finally:
