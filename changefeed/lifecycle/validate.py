@@ -12,6 +12,8 @@ import re
 import time
 from dataclasses import dataclass
 
+import pymysql
+
 from changefeed.config import ChangefeedConfig, load_config
 from changefeed.errors import ChangefeedError, ConfigError
 from changefeed.lifecycle.source_uri import parse_source_uri
@@ -109,6 +111,9 @@ def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: st
         except ChangefeedError as exc:
             raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc}",
                                     retriable=exc.retriable) from exc
+        except pymysql.err.MySQLError as exc:  # e.g. 1045 access denied: the driver's text says it best
+            raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc.args[-1]}; "
+                                    "check the user and password in the source URI") from exc
         position = explicit or here
         try:
             warnings = prepare_topic(sink_config).warnings
