@@ -33,7 +33,7 @@ class OwnerSettings:
     tick: float = 0.5
     lease_ttl: float = 5.0
     backoff: Backoff = field(default_factory=Backoff)  # 10 s .. 10 min with jitter
-    healthy_after: float = 10.0  # a warning turns normal after this long without error (or on progress)
+    healthy_after: float = 10.0  # a warning turns normal on progress, or this long after reaching source and sink
     delivery_timeout_ms: int = 30_000
 
 
@@ -164,13 +164,18 @@ class Owner:
         if runner.finished:
             self._stop_runner(rec.id)
             values.update(state=State.FINISHED)
-        elif rec.state is State.WARNING and (progressed or now - running.started >= self.settings.healthy_after):
+        elif rec.state is State.WARNING and (progressed or self._healthy(runner)):
             log.info("changefeed %s: recovered; normal again", rec.id)
-            values.update(state=State.NORMAL, retry_count=0, next_retry=None, first_error_at=None)
+            values.update(state=State.NORMAL, retry_count=0, next_retry=None, first_error_at=None, error=None,
+                          error_at=None)
         if self.store.owner_set(rec.id, self.server_id, rec.epoch, **values) and checkpoint is not None:
             running.saved = checkpoint
             self.metrics.checkpoint_lag.labels(rec.id).set(max(0.0, now - tso_physical_ms(checkpoint.commit_ts) / 1000))
         self.metrics.set_state(rec.id, values.get("state", rec.state))
+
+    def _healthy(self, runner: FeedRunner) -> bool:
+        ready = runner.ready_since
+        return ready is not None and time.monotonic() - ready >= self.settings.healthy_after
 
     def _stats(self, cf_id: str, running: _Running, now: float) -> dict[str, dict[str, float]]:
         current = running.runner.stats()

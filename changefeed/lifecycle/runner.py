@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -45,6 +46,11 @@ class FeedRunner(Protocol):
 
     @property
     def finished(self) -> bool: ...
+
+    @property
+    def ready_since(self) -> float | None:
+        """Monotonic time at which source and sink were both reached (None: still setting up)."""
+        ...
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Cumulative {"schema.table": {"rows": n, "bytes": n}} since start."""
@@ -85,6 +91,7 @@ class PipelineRunner:
         self._stop = threading.Event()  # ends capture: on cancel, or on the first failed delivery
         self._error: BaseException | None = None
         self._finished = False
+        self._ready_since: float | None = None
         self._delivery: Delivery | None = None
         self._sink: KafkaSink | None = None
         self._tables: dict[str, dict[str, int]] = {}
@@ -118,6 +125,10 @@ class PipelineRunner:
     @property
     def finished(self) -> bool:
         return self._finished and self._delivery is not None and self._delivery.tracker.in_flight == 0
+
+    @property
+    def ready_since(self) -> float | None:
+        return self._ready_since
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {table: dict(values) for table, values in self._tables.items()}
@@ -154,6 +165,7 @@ class PipelineRunner:
                 schema_store_url=spec.metadata_url, changefeed_id=spec.changefeed_id,
             ), start=spec.start, stop=self._stop)
             log.info("changefeed %s: running from %s", spec.changefeed_id, spec.start.position)
+            self._ready_since = time.monotonic()
             self._delivery.run(self._counted(source.events()))
             if not self._cancel.is_set() and self._delivery.tracker.error is None:
                 sink.flush(30)

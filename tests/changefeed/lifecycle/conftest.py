@@ -98,6 +98,7 @@ def start_server(tmp_path: Path, processes: list[Process]) -> StartServer:
 
 
 def start_broker(root: Path, port: int | None = None) -> Process:
+    root.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(root / "broker-data"),
                "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
