@@ -45,7 +45,7 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(code): _json({"$ref": "#/components/schemas/Error"}, texts[code]) for code in codes}
 
 
-_ID = {"name": "cf_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_ID = {"name": "cf_id", "in": "path", "required": True, "schema": {"type": "string"}, "example": "cf1"}
 _DETAIL_REF = {"$ref": "#/components/schemas/ChangefeedDetail"}
 
 
