@@ -45,6 +45,7 @@ class _Running:
     saved: Checkpoint | None
     last_stats: dict[str, dict[str, int]] = field(default_factory=dict)
     last_time: float = field(default_factory=time.time)
+    logged_at: float = 0.0
 
 
 def _retriable(error: BaseException) -> bool:
@@ -190,6 +191,12 @@ class Owner:
             self.metrics.byte_rate.labels(cf_id, table).set(size / elapsed)
             out[table] = {"rows": counts["rows"], "bytes": counts["bytes"],
                           "rows_per_second": round(rows / elapsed, 1), "bytes_per_second": round(size / elapsed, 1)}
+        if now - running.logged_at >= 10.0:  # progress per table, at most every 10 s per changefeed
+            running.logged_at = now
+            for table, values in out.items():
+                if values["rows_per_second"]:
+                    log.info("changefeed %s table %s: %d rows delivered (%.0f rows/s)", cf_id, table,
+                             values["rows"], values["rows_per_second"])
         running.last_stats, running.last_time = current, now
         return out
 
