@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
-    Float,
+    Double,
     Integer,
     MetaData,
     String,
@@ -48,17 +48,17 @@ changefeeds = Table(
     Column("state", String(16), nullable=False),
     Column("epoch", Integer, nullable=False, default=0),  # bumped by every operator change
     Column("checkpoint", Text, nullable=True),
-    Column("checkpoint_at", Float, nullable=True),
+    Column("checkpoint_at", Double, nullable=True),
     Column("stats", Text, nullable=False, default="{}"),
     Column("error", Text, nullable=True),
-    Column("error_at", Float, nullable=True),
-    Column("first_error_at", Float, nullable=True),
+    Column("error_at", Double, nullable=True),
+    Column("first_error_at", Double, nullable=True),
     Column("retry_count", Integer, nullable=False, default=0),
-    Column("next_retry", Float, nullable=True),
+    Column("next_retry", Double, nullable=True),
     Column("owner", String(128), nullable=True),
-    Column("lease_expires", Float, nullable=True),
-    Column("created_at", Float, nullable=False),
-    Column("updated_at", Float, nullable=False),
+    Column("lease_expires", Double, nullable=True),
+    Column("created_at", Double, nullable=False),
+    Column("updated_at", Double, nullable=False),
 )
 
 

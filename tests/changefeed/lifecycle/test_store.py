@@ -2,6 +2,7 @@
 
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -12,9 +13,14 @@ from changefeed.model import Checkpoint, Position
 START = Checkpoint(Position("bin.000001", 4), 1)
 
 
-@pytest.fixture
-def stores(tmp_path: Path) -> tuple[MetadataStore, MetadataStore]:
-    url = f"sqlite:///{tmp_path / 'meta.db'}"
+@pytest.fixture(params=["sqlite", "mariadb"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[MetadataStore, MetadataStore]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'meta.db'}"
+    else:  # the same store on a MySQL-protocol server (timestamps need DOUBLE there, not FLOAT)
+        mysql = request.getfixturevalue("mysql")
+        database = request.getfixturevalue("database")
+        url = f"mysql+pymysql://{quote(mysql.user)}:{quote(mysql.password)}@{mysql.host}:{mysql.port}/{database}"
     a, b = MetadataStore(url), MetadataStore(url)  # two servers on one database
     a.create("cf", "mysql://u@h:1", "kafka://h:1/t", "", START, None)
     return a, b
