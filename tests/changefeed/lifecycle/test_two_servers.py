@@ -3,6 +3,9 @@ takes it over from the checkpoint: the topic holds every row (duplicates only: a
 
 import threading
 from pathlib import Path
+from urllib.parse import quote
+
+import pytest
 
 from lakefeed_testing import MySQLServer
 from tests.changefeed.lifecycle.conftest import (
@@ -16,15 +19,24 @@ from tests.changefeed.lifecycle.conftest import (
 )
 
 
+@pytest.mark.parametrize("metadata", ["sqlite", "mariadb"])
 def test_kill_the_owner_and_the_other_server_takes_over(
-    mysql: MySQLServer, database: str, broker: Process, start_server: StartServer, tmp_path: Path
+    mysql: MySQLServer, database: str, broker: Process, start_server: StartServer, tmp_path: Path, metadata: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", database=database)
-    url = f"sqlite:///{tmp_path / 'shared-metadata.db'}"
+    if metadata == "sqlite":
+        url = f"sqlite:///{tmp_path / 'shared-metadata.db'}"
+    else:  # a metadata database on the same MariaDB (its own schema: it must not be captured itself)
+        mysql.execute(f"CREATE DATABASE `{database}_meta`")
+        request.addfinalizer(lambda: mysql.execute(f"DROP DATABASE IF EXISTS `{database}_meta`"))
+        url = f"mysql+pymysql://{quote(mysql.user)}:{quote(mysql.password)}@{mysql.host}:{mysql.port}/{database}_meta"
     servers = {name: start_server(name, url) for name in ("s1", "s2")}
     topic = f"ha-{database}"
+    config = tmp_path / "cf.yaml"
+    config.write_text(f"filter:\n  rules: ['{database}.*']\n")
     cli_json(servers["s1"], "create", "--changefeed-id", "ha", "--source", source_uri(mysql),
-             "--sink-uri", f"kafka://{broker.bootstrap}/{topic}")
+             "--sink-uri", f"kafka://{broker.bootstrap}/{topic}", "--config", str(config))
     # Both servers see it through the shared database; exactly one owns it.
     owner = wait_for(lambda: cli_json(servers["s2"], "query", "-c", "ha")["owner"], 20, "an owner")
     survivor_id = "s2" if owner == "s1" else "s1"
