@@ -67,6 +67,16 @@ def test_lifecycle_through_the_cli(
         insert_rows(mysql, database, range(400, 450))
         reader.wait_ids(set(range(450)), timeout=60)
 
+        # resume --overwrite-checkpoint: replay from the creation position (duplicates, nothing missing)
+        cli_json(server, "pause", "-c", "orders")
+        origin = f"{created['checkpoint']['file']}:{created['checkpoint']['pos']}"
+        before_replay = len(reader.inserts)
+        replayed = cli_json(server, "resume", "-c", "orders", "--overwrite-checkpoint", origin)
+        assert replayed["checkpoint"]["pos"] == created["checkpoint"]["pos"]
+        wait_for(lambda: reader.poll(1) or len(reader.inserts) >= before_replay + 450, 60, "the replay")
+        bad = cli(server, "resume", "-c", "orders", "--overwrite-checkpoint", "nowhere")
+        assert bad.returncode == 1 and "FILE:POS" in bad.stderr
+
         listed = cli(server, "list", output="table")
         assert listed.returncode == 0 and "orders" in listed.stdout and "normal" in listed.stdout
         assert cli_json(server, "remove", "-c", "orders")["removed"] is True
