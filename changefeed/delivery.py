@@ -8,7 +8,7 @@ every partition of every topic seen.
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from changefeed.ack_tracker import MessageAckTracker
@@ -18,6 +18,7 @@ from changefeed.dispatch.router import Router
 from changefeed.errors import ChangefeedError
 from changefeed.model import CaptureEvent, Checkpoint, DDLEvent, RowChange, TransactionCommit
 from sink.base import Sink
+from sink.claim_check import FileClaimCheckStorage
 from sink.errors import SinkError
 from sink.message import Message
 
@@ -34,6 +35,7 @@ class DeliveryStats:
     ddl: int = 0
     messages: int = 0
     bytes: int = 0
+    oversized: int = 0  # rows sent key-only or through claim-check
 
 
 class Delivery:
@@ -48,7 +50,12 @@ class Delivery:
         start: Checkpoint | None = None,
         output_raw_change_event: bool = False,
         watermark_every: int = 0,
+        large_message_handle: str = "none",
+        claim_check: FileClaimCheckStorage | None = None,
+        on_failure: Callable[[], None] | None = None,
     ) -> None:
+        if large_message_handle == "claim-check" and claim_check is None:
+            raise ChangefeedError("large-message-handle=claim-check needs a claim-check storage")
         self.sink = sink
         self.encoder = encoder
         self.router = router
@@ -56,6 +63,11 @@ class Delivery:
         self.message_limit = message_limit
         self.output_raw_change_event = output_raw_change_event
         self.watermark_every = watermark_every
+        self.large_message_handle = large_message_handle
+        self.claim_check = claim_check
+        # Called from the sink's thread on the first failed delivery, so a runner can stop a capture
+        # that is waiting for new binlog events instead of noticing only at the next event.
+        self.on_failure = on_failure
         self.tracker = MessageAckTracker(start)
         self.stats = DeliveryStats()
         self._lock = threading.Lock()
@@ -82,14 +94,31 @@ class Delivery:
         topic, partition = self.router.route(change, self.partitions_of)
         encoded = self.encoder.encode_row(change)
         if encoded.size > self.message_limit:
-            key = encoded.key.decode() if encoded.key else "(no key)"
+            encoded = self._oversized(change, encoded)
+        self._send(topic, partition, encoded)
+        self.stats.rows += 1
+
+    def _oversized(self, change: RowChange, encoded: Encoded) -> Encoded:
+        """Apply large-message-handle to one row whose message is over the limit."""
+        key = encoded.key.decode() if encoded.key else "(no key)"
+        if self.large_message_handle == "none":
             raise MessageTooLargeForPolicy(
                 f"row of {change.table.name} with key {key} encodes to {encoded.size} bytes, above the "
                 f"message limit of {self.message_limit} bytes; raise max-message-bytes (and the topic's "
                 "max.message.bytes) or choose large-message-handle handle-key-only or claim-check"
             )
-        self._send(topic, partition, encoded)
-        self.stats.rows += 1
+        location = None
+        if self.large_message_handle == "claim-check":
+            assert self.claim_check is not None
+            location = self.claim_check.write(encoded.value)
+        reduced = self.encoder.encode_handle_only(change, location)
+        if reduced.size > self.message_limit:
+            raise MessageTooLargeForPolicy(
+                f"row of {change.table.name} with key {key}: even its key-only message is {reduced.size} "
+                f"bytes, above the message limit of {self.message_limit} bytes; raise max-message-bytes"
+            )
+        self.stats.oversized += 1
+        return reduced
 
     def _send_ddl(self, event: DDLEvent) -> None:
         tables = event.tables or ()
@@ -115,6 +144,8 @@ class Delivery:
             else:
                 log.error("delivery to %s[%d] failed: %s", topic, partition, error)
                 self.tracker.failed(error)
+                if self.on_failure is not None:
+                    self.on_failure()
 
         self.sink.send(message, on_ack)
         self.stats.messages += 1

@@ -15,6 +15,7 @@ from sink.errors import SinkConfigError
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 PROTOCOLS = ("canal-json",)
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+LARGE_MESSAGE_HANDLES = ("none", "handle-key-only", "claim-check")
 MAX_MESSAGE_BYTES_LIMIT = 100 * 1024 * 1024  # TiCDC caps max-message-bytes at 100 MB
 
 
@@ -43,6 +44,10 @@ class KafkaSinkConfig:
     sasl_user: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
     sasl_mechanism: str | None = None
+    # What to do with one row whose message exceeds the effective limit (TiCDC's
+    # large-message-handle-option); claim-check needs claim-check-storage-uri (file:// for now).
+    large_message_handle: str = "none"
+    claim_check_storage_uri: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -154,6 +159,8 @@ PARAMETERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "sasl-user": ("sasl_user", _text),
     "sasl-password": ("sasl_password", _text),
     "sasl-mechanism": ("sasl_mechanism", _choice(SASL_MECHANISMS, str.upper)),
+    "large-message-handle-option": ("large_message_handle", _choice(LARGE_MESSAGE_HANDLES)),
+    "claim-check-storage-uri": ("claim_check_storage_uri", _text),
 }
 
 
@@ -184,4 +191,9 @@ def parse_sink_uri(uri: str) -> KafkaSinkConfig:
         values[field_name] = parser(name, raws[0])
     if ("sasl_user" in values or "sasl_password" in values) and "sasl_mechanism" not in values:
         values["sasl_mechanism"] = "PLAIN"
+    if values.get("large_message_handle") == "claim-check" and not values.get("claim_check_storage_uri"):
+        raise SinkConfigError(
+            "large-message-handle-option=claim-check needs claim-check-storage-uri, e.g. "
+            "claim-check-storage-uri=file:///var/lib/lakefeed/claim-check"
+        )
     return KafkaSinkConfig(bootstrap_servers=servers, topic=topic, **values)

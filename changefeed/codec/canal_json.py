@@ -71,6 +71,35 @@ class CanalJsonEncoder:
             message["_tidb"] = {"commitTs": change.commit_ts}
         return Encoded(self.row_key(table, image), orjson.dumps(message))
 
+    def encode_handle_only(self, change: RowChange, claim_check_location: str | None = None) -> Encoded:
+        """The row reduced to its key columns, flagged `_tidb.onlyHandleKey` (large-message-handle
+        handle-key-only) or pointing at the full message (`_tidb.claimCheckLocation`, claim-check)."""
+        table = change.table
+        columns = [table.column(name) for name in (table.handle_key or table.column_names)]
+        image = change.row
+        message: dict[str, Any] = {
+            "id": 0,
+            "database": table.schema,
+            "table": table.table,
+            "pkNames": list(table.primary_key) or None,
+            "isDdl": False,
+            "type": change.kind.value,
+            "es": tso_physical_ms(change.commit_ts),
+            "ts": self._clock(),
+            "sql": "",
+            "sqlType": {c.name: java_sql_type(c, image.get(c.name)) for c in columns},
+            "mysqlType": {c.name: mysql_type(c, self.options.content_compatible) for c in columns},
+            "data": [{c.name: value_text(c, image.get(c.name)) for c in columns}],
+            "old": None,
+        }
+        tidb: dict[str, Any] = {"commitTs": change.commit_ts}
+        if claim_check_location is None:
+            tidb["onlyHandleKey"] = True
+        else:
+            tidb["claimCheckLocation"] = claim_check_location
+        message["_tidb"] = tidb
+        return Encoded(self.row_key(table, image), orjson.dumps(message))
+
     def row_key(self, table: TableSchema, row: Row) -> bytes | None:
         if not self.options.key_by_primary_key:
             return None

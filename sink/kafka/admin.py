@@ -36,15 +36,35 @@ def _admin(config: KafkaSinkConfig) -> AdminClient:
     return AdminClient(config.client_config())
 
 
-def _describe(admin: AdminClient, resource: ConfigResource, timeout: float) -> dict[str, str]:
+KAFKA_DEFAULT_MESSAGE_MAX_BYTES = 1048588
+NO_DESCRIBE_CONFIGS = (
+    "broker does not support DescribeConfigs, so min.insync.replicas and max.message.bytes cannot be "
+    "read; assuming min.insync.replicas=1 and message.max.bytes={default} (set max-message-bytes to the "
+    "broker's limit if it is smaller)"
+)
+
+
+def _describe(
+    admin: AdminClient, resource: ConfigResource, timeout: float, warnings: list[str]
+) -> dict[str, str]:
+    """A resource's configs; {} with a warning when the broker lacks DescribeConfigs (the bundled
+    broker does not implement it yet), so the checks fall back to Kafka's defaults."""
     future = admin.describe_configs([resource], request_timeout=timeout)[resource]
-    entries: dict[str, Any] = future.result(timeout)
+    try:
+        entries: dict[str, Any] = future.result(timeout)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
+            raise
+        message = NO_DESCRIBE_CONFIGS.format(default=KAFKA_DEFAULT_MESSAGE_MAX_BYTES)
+        if message not in warnings:
+            warnings.append(message)
+        return {}
     return {name: entry.value for name, entry in entries.items()}
 
 
-def _broker_configs(admin: AdminClient, metadata: Any, timeout: float) -> dict[str, str]:
+def _broker_configs(admin: AdminClient, metadata: Any, timeout: float, warnings: list[str]) -> dict[str, str]:
     broker_id = str(next(iter(metadata.brokers)))
-    return _describe(admin, ConfigResource(ConfigResource.Type.BROKER, broker_id), timeout)
+    return _describe(admin, ConfigResource(ConfigResource.Type.BROKER, broker_id), timeout, warnings)
 
 
 def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout: float = 10.0) -> TopicInfo:
@@ -59,10 +79,10 @@ def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout:
             "check the sink URI's host:port and that the brokers are up",
             retriable=True,
         ) from exc
+    warnings: list[str] = []
     try:
-        broker = _broker_configs(admin, metadata, timeout)
+        broker = _broker_configs(admin, metadata, timeout, warnings)
         broker_min_isr = int(broker.get("min.insync.replicas", "1"))
-        warnings: list[str] = []
         existing = metadata.topics.get(name)
         created = False
         if existing is None or existing.error is not None:
@@ -89,10 +109,11 @@ def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout:
                     f"partition-num={config.partition_num} is smaller than the {partitions} "
                     f"partitions of topic {name!r}; only the first {config.partition_num} are used"
                 )
-        topic_configs = _describe(admin, ConfigResource(ConfigResource.Type.TOPIC, name), timeout)
+        topic_configs = _describe(admin, ConfigResource(ConfigResource.Type.TOPIC, name), timeout, warnings)
         min_isr = int(topic_configs.get("min.insync.replicas", str(broker_min_isr)))
         _check_replication(name, replication, min_isr, config)
-        topic_limit = int(topic_configs.get("max.message.bytes", broker.get("message.max.bytes", "1048588")))
+        broker_limit = broker.get("message.max.bytes", str(KAFKA_DEFAULT_MESSAGE_MAX_BYTES))
+        topic_limit = int(topic_configs.get("max.message.bytes", broker_limit))
         limit = min(config.max_message_bytes, topic_limit - BATCH_OVERHEAD)
         if limit < config.max_message_bytes:
             warnings.append(

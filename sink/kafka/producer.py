@@ -36,7 +36,9 @@ def producer_settings(
             "message.max.bytes": max(message_limit + 1024, 1_000_000),
             "message.timeout.ms": delivery_timeout_ms,
             "linger.ms": 5,
-            "batch.size": min(max(message_limit, 1_000_000), 16 * 1024 * 1024),
+            # Produce batches stay under the effective limit (already net of batch overhead), so a
+            # broker or topic with a small max.message.bytes never refuses a whole batch.
+            "batch.size": max(1024, min(message_limit, 16 * 1024 * 1024)),
             "queue.buffering.max.kbytes": 1_048_576,
         }
     )
