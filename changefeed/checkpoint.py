@@ -13,6 +13,7 @@ from collections import deque
 
 from sqlalchemy import Column, MetaData, String, Table, Text, create_engine, delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import StaticPool
 
 from changefeed.errors import StoreError
 from changefeed.model import Checkpoint, Position, TransactionCommit
@@ -49,7 +50,8 @@ class AckTracker:
 
 _metadata = MetaData()
 _checkpoints = Table(
-    "capture_checkpoints", _metadata,
+    "capture_checkpoints",
+    _metadata,
     Column("changefeed", String(128), primary_key=True),
     Column("body", Text, nullable=False),
 )
@@ -68,7 +70,12 @@ def checkpoint_from_json(text: str) -> Checkpoint:
 class CheckpointStore:
     def __init__(self, url: str = "sqlite://") -> None:
         try:
-            self._engine = create_engine(url)
+            if url in ("sqlite://", "sqlite:///:memory:"):
+                # One shared connection: an in-memory SQLite database exists per connection, and a
+                # runner saves from its own thread while others read.
+                self._engine = create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+            else:
+                self._engine = create_engine(url)
             _metadata.create_all(self._engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the checkpoint store at {url}: {exc}") from exc
@@ -85,8 +92,9 @@ class CheckpointStore:
     def load(self, changefeed: str) -> Checkpoint | None:
         try:
             with self._engine.connect() as conn:
-                body = conn.execute(select(_checkpoints.c.body).where(_checkpoints.c.changefeed == changefeed)
-                                    ).scalar_one_or_none()
+                body = conn.execute(
+                    select(_checkpoints.c.body).where(_checkpoints.c.changefeed == changefeed)
+                ).scalar_one_or_none()
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot read the checkpoint of {changefeed}: {exc}") from exc
         return None if body is None else checkpoint_from_json(body)

@@ -190,6 +190,12 @@ class Changefeed:
             if error is not None:
                 raise error
             return not self._cancel.cancelled
+        except BaseException:
+            # A failure on the capture or encoding side (not a delivery): let what was already sent be
+            # acknowledged, bounded, so the saved checkpoint covers it and a restart re-sends less.
+            if delivery.tracker.error is None and not self._cancel.cancelled:
+                sink.flush(5.0)
+            raise
         finally:
             source.close()
             sink.close()

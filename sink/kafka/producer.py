@@ -58,7 +58,9 @@ def classify(error: Any) -> SinkError:
         KafkaError._TRANSPORT,
         KafkaError._ALL_BROKERS_DOWN,
     )
-    return DeliveryError(f"delivery failed ({text})", retriable=retriable and not error.fatal())
+    # A fatal error ends this producer instance (e.g. the idempotent producer's state was lost when a
+    # broker restarted without its data); a new producer from the last checkpoint can go on.
+    return DeliveryError(f"delivery failed ({text})", retriable=retriable or bool(error.fatal()))
 
 
 class KafkaSink:

@@ -9,6 +9,7 @@ from changefeed.model import CaptureEvent, Checkpoint, RowChange
 from changefeed.source.capture import CaptureOptions, CaptureSource, start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer
+from tests.changefeed.own_broker import OwnBroker
 
 
 @pytest.fixture
@@ -44,3 +45,14 @@ def capture(
 
 def rows_of(events: list[CaptureEvent], table: str) -> Iterator[RowChange]:
     return (e for e in events if isinstance(e, RowChange) and e.table.table == table)
+
+
+@pytest.fixture(scope="session")
+def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    """One bundled-broker process shared by the changefeed tests that do not restart it."""
+    broker = OwnBroker(tmp_path_factory.mktemp("own-broker"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

@@ -1,0 +1,57 @@
+"""Our broker (`broker start`) as a real process that a test can stop and start again on one port."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from lakefeed_testing.net import free_port, port_open, wait_until
+
+# Small enough that oversized-row tests stay small; the sink URIs below say the same limit.
+MESSAGE_MAX_BYTES = 200_000
+# Our broker has no DescribeConfigs yet, so the sink cannot read the limit: tests pass it in the URI.
+SINK_LIMIT = MESSAGE_MAX_BYTES - 1024
+
+
+class OwnBroker:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def uri(self, topic: str, **params: object) -> str:
+        query = {"max-message-bytes": SINK_LIMIT, **params}
+        tail = "&".join(f"{name.replace('_', '-')}={value}" for name, value in query.items())
+        return f"kafka://{self.bootstrap}/{topic}?{tail}"
+
+    def start(self) -> None:
+        assert self.process is None
+        self.starts += 1
+        command = [
+            sys.executable, "-m", "broker.cli", "start",
+            "--data-dir", str(self.root / "data"),
+            "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
+            "--set", "group.initial.rebalance.delay.ms=300",
+            "--set", f"message.max.bytes={MESSAGE_MAX_BYTES}",
+        ]  # fmt: skip
+        with (self.root / f"broker-{self.starts}.log").open("wb") as log_file:
+            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+        self.process = process
+        wait_until(lambda: port_open(self.port), timeout=20, what="broker", alive=lambda: process.poll() is None)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
