@@ -153,7 +153,9 @@ class PipelineRunner:
                 else sink_config.large_message_handle
             storage = options.claim_check_storage_uri or sink_config.claim_check_storage_uri
             self._delivery = Delivery(
-                sink, CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=options.enable_tidb_extension)),
+                sink, CanalJsonEncoder(CanalJsonOptions(
+                    enable_tidb_extension=options.enable_tidb_extension or sink_config.enable_tidb_extension,
+                    content_compatible=sink_config.content_compatible)),
                 Router(sink_config.topic, options.dispatchers), partitions, message_limit=partitions.limit,
                 start=spec.start, output_raw_change_event=options.output_raw_change_event,
                 large_message_handle=policy,
