@@ -41,6 +41,7 @@ def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 
+@pytest.mark.integration
 def test_api_matches_its_spec(api_url: str, tmp_path: Path) -> None:
     # The schemathesis CLI (its pytest plugin does not load under pytest 9): every operation, with
     # generated valid and invalid inputs; a failing check makes the run exit non-zero.
@@ -48,7 +49,7 @@ def test_api_matches_its_spec(api_url: str, tmp_path: Path) -> None:
         [str(Path(sys.executable).parent / "schemathesis"), "run", f"{api_url}/api/v2/openapi.json",
          "--checks", CHECKS, "--max-examples", "30", "--seed", "1", "--phases", "examples,coverage,fuzzing",
          "--report", "junit", "--report-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,  # its cache dir lands there
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "Fuzzing" in result.stdout and "9 passed" in result.stdout, result.stdout

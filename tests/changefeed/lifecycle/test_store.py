@@ -13,7 +13,7 @@ from changefeed.model import Checkpoint, Position
 START = Checkpoint(Position("bin.000001", 4), 1)
 
 
-@pytest.fixture(params=["sqlite", "mariadb"])
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.integration)])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[MetadataStore, MetadataStore]:
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path / 'meta.db'}"
