@@ -4,6 +4,7 @@
       bootstrap_servers: 127.0.0.1:9092
       topics: [cdc]                 # or topic_pattern: "cdc-.*"
       starting_offsets: earliest    # earliest | latest
+      max_offsets_per_trigger: 100000   # optional bound on records per micro-batch
     target:
       path: /data/delta             # one Delta table per source table at <path>/<database>/<table>
     checkpoint: /data/checkpoints/cdc
@@ -33,6 +34,7 @@ class SourceConfig:
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
     starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None  # bounds a micro-batch (and a catch-up's memory)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,11 @@ def parse_config(data: Any) -> PipelineConfig:
         raise ConfigError(f"the config must be a YAML mapping, got {type(data).__name__}")
     _unknown(data, {"source", "target", "checkpoint", "trigger", "source_time_zone"}, "")
     source = _section(data, "source", "")
-    _unknown(source, {"bootstrap_servers", "topics", "topic_pattern", "starting_offsets"}, "source.")
+    _unknown(source, {"bootstrap_servers", "topics", "topic_pattern", "starting_offsets", "max_offsets_per_trigger"},
+             "source.")
+    limit = source.get("max_offsets_per_trigger")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ConfigError(f"source.max_offsets_per_trigger: expected a whole number >= 1, got {limit!r}")
     topics = source.get("topics", [])
     if not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics):
         raise ConfigError(f"source.topics: expected a list of topic names, got {topics!r}")
@@ -92,7 +98,7 @@ def parse_config(data: Any) -> PipelineConfig:
     if ("processing_time" in trigger) == bool(trigger.get("available_now")):
         raise ConfigError("trigger: set exactly one of available_now: true or processing_time: '<n> seconds'")
     return PipelineConfig(
-        source=SourceConfig(_text(source, "bootstrap_servers", "source."), tuple(topics), pattern, offsets),
+        source=SourceConfig(_text(source, "bootstrap_servers", "source."), tuple(topics), pattern, offsets, limit),
         target_path=_text(target, "path", "target."),
         checkpoint=_text(data, "checkpoint", ""),
         available_now=bool(trigger.get("available_now")),

@@ -16,6 +16,8 @@ def read_stream(spark: Any, source: SourceConfig) -> DataFrame:
         # leave Delta wrong, so the query stops instead.
         .option("failOnDataLoss", "true")
     )
+    if source.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
     if source.topic_pattern:
         reader = reader.option("subscribePattern", source.topic_pattern)
     else:

@@ -1,9 +1,13 @@
-"""One micro-batch of canal-JSON records -> Delta: reject bad messages, apply TRUNCATE and DROP TABLE,
-then MERGE the newest change per key into each table.
+"""One micro-batch of canal-JSON records -> Delta: reject bad messages, then apply the batch in
+segments cut at the schema changes it holds, so that every row is applied with the columns in force
+at its commit.
 
-TRUNCATE and DROP TABLE at sequence S turn every row older than S into a tombstone at S (so a replayed
-older insert cannot bring it back) and drop the batch's changes older than S; changes after S apply
-as usual. New columns and widened types follow from the row layouts (io/delta.ensure_table).
+Row changes of a segment are merged newest-per-key with the sequence guard (io/delta.merge_latest).
+Between segments come the DDL the tables must follow: TRUNCATE and DROP TABLE at sequence S turn every
+row older than S into a tombstone at S (so a replayed older insert cannot bring it back); ALTER TABLE
+drops and renames columns (Delta column mapping). New columns and widened types need no DDL: the
+rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of other partitions needs
+the commit timestamp in every message (`enable-tidb-extension=true` on the changefeed).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import MessageError
-from spark_pipelines.io.delta import DELETED, Txn, ensure_table, exists, merge_latest
+from spark_pipelines.io.delta import DELETED, Txn, ensure_table, exists, merge_latest, q, table_ref
+from spark_pipelines.transforms.column_ddl import DropColumn, column_changes
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
@@ -27,6 +32,8 @@ from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
 
 log = logging.getLogger(__name__)
 EMPTYING_DDL = ("TRUNCATE", "ERASE")  # canal-JSON types of TRUNCATE TABLE and DROP TABLE
+TABLE_DDL = (*EMPTYING_DDL, "ALTER")
+SEGMENTS_PER_BATCH = 10_000  # txnVersion = batch id * this + segment: increasing across batches
 
 
 def app_id_for(checkpoint: str) -> str:
@@ -55,6 +62,21 @@ def _empty_table(spark: Any, path: str, floor: Any) -> None:
         condition=F.col(SEQ) < _seq_literal(floor), set={SEQ: _seq_literal(floor), DELETED: F.lit(True)})
 
 
+def _alter_columns(spark: Any, path: str, sql: str) -> None:
+    """Replay-safe: dropping a missing column or renaming onto an existing one (re-added by replayed
+    older rows) leaves the table as the DDL left MySQL."""
+    for change in column_changes(sql):
+        present = {f.name.lower() for f in spark.read.format("delta").load(path).schema}
+        if isinstance(change, DropColumn):
+            if change.name.lower() in present:
+                spark.sql(f"ALTER TABLE {table_ref(path)} DROP COLUMN {q(change.name)}")
+        elif change.old.lower() in present:
+            if change.new.lower() in present:
+                spark.sql(f"ALTER TABLE {table_ref(path)} DROP COLUMN {q(change.old)}")
+            else:
+                spark.sql(f"ALTER TABLE {table_ref(path)} RENAME COLUMN {q(change.old)} TO {q(change.new)}")
+
+
 class ApplyBatch:
     """The foreachBatch function of the pipeline."""
 
@@ -79,30 +101,43 @@ class ApplyBatch:
                 f"{row['topic']}[{row['partition']}]@{row['offset']} is not a canal-JSON change this pipeline "
                 f"can apply: {str(row['value'])[:300]!r}. Fix the producer, or move the query's checkpoint "
                 "past this offset")
-        floors: dict[tuple[str, str], Any] = {}
-        for row in (messages.where(F.col("is_ddl") & F.col("type").isin(*EMPTYING_DDL))
-                    .groupBy("database", "table").agg(F.max(SEQ).alias("seq")).collect()):
-            floors[(row["database"], row["table"])] = row["seq"]
-        shapes = fold_shapes(shape_rows(messages).collect())
-        for (database, table), floor in floors.items():
-            path = self.config.table_path(database, table)
-            if exists(spark, path):
-                _empty_table(spark, path, floor)
-                log.info("emptied %s.%s at %s", database, table, tuple(floor))
-        counts = []
+        ddl = [row for row in (messages.where(F.col("is_ddl") & F.col("type").isin(*TABLE_DDL))
+                               .select("database", "table", "type", "sql", SEQ).collect())
+               if row["type"] in EMPTYING_DDL or column_changes(row["sql"] or "")]
+        ddl.sort(key=lambda row: tuple(row[SEQ]))
+        dml = messages.where(~F.col("is_ddl"))
+        tables: set[str] = set()
+        low: Any = None
+        for index, boundary in enumerate([*ddl, None]):
+            segment = dml if low is None else dml.where(F.col(SEQ) > _seq_literal(low))
+            if boundary is not None:
+                segment = segment.where(F.col(SEQ) < _seq_literal(boundary[SEQ]))
+            # One Delta transaction id per segment: a re-run batch skips the merges it already made.
+            tables |= self._merge(spark, segment, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
+            if boundary is not None:
+                self._apply_ddl(spark, boundary)
+                low = boundary[SEQ]
+        log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
+        return BatchReport(batch_id, tuple(sorted(tables)))
+
+    def _merge(self, spark: Any, segment: DataFrame, txn: Txn) -> set[str]:
+        shapes = fold_shapes(shape_rows(segment).collect())
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
             ensure_table(spark, path, shape)
-            changes = changes_of(messages, shape, self.config.source_time_zone)
-            floor = floors.get((database, table))
-            if floor is not None:
-                changes = changes.where(F.col(SEQ) > _seq_literal(floor))
-            latest = latest_per_key(changes, shape.primary_key)
-            merge_latest(spark, path, latest, shape, Txn(self.app_id, batch_id))
-            counts.append(f"{database}.{table}")
-        report = BatchReport(batch_id, tuple(counts))
-        log.info("batch %d applied to %d table(s)", batch_id, len(counts))
-        return report
+            latest = latest_per_key(changes_of(segment, shape, self.config.source_time_zone), shape.primary_key)
+            merge_latest(spark, path, latest, shape, txn)
+        return {f"{database}.{table}" for database, table in shapes}
+
+    def _apply_ddl(self, spark: Any, ddl: Any) -> None:
+        path = self.config.table_path(ddl["database"], ddl["table"])
+        if not exists(spark, path):
+            return
+        if ddl["type"] in EMPTYING_DDL:
+            _empty_table(spark, path, ddl[SEQ])
+        else:
+            _alter_columns(spark, path, ddl["sql"])
+        log.info("applied %s to %s.%s: %s", ddl["type"], ddl["database"], ddl["table"], ddl["sql"][:200])
 
 
 def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False) -> Any:

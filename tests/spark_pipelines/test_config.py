@@ -35,6 +35,7 @@ def test_defaults_and_table_paths() -> None:
         ({"checkpoint": ""}, "checkpoint: expected a non-empty string"),
         ({"trigger": {"available_now": True, "processing_time": "1 second"}}, "trigger: set exactly one"),
         ({"extra": 1}, "extra: unknown key"),
+        ({"source": {**GOOD["source"], "max_offsets_per_trigger": 0}}, "source.max_offsets_per_trigger: expected"),
     ],
 )
 def test_bad_configs_name_the_key(change: dict[str, object], message: str) -> None:
