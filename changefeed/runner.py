@@ -76,10 +76,11 @@ class Changefeed:
 
     def create(self) -> TopicInfo:
         """Topic checks; raises SinkError (SinkConfigError, TopicError) when the sink is misconfigured."""
-        self.topic_info = prepare_topic(self.config)
+        timeout = max(2.0, self.config.dial_timeout_ms / 1000)
+        self.topic_info = prepare_topic(self.config, timeout=timeout)
         for rule in self.spec.rules:
             if rule.topic and "{" not in rule.topic and rule.topic != self.config.topic:
-                prepare_topic(self.config, rule.topic)
+                prepare_topic(self.config, rule.topic, timeout=timeout)
         return self.topic_info
 
     @property
