@@ -63,6 +63,8 @@ def _split(rule: str) -> tuple[str, str]:
             parts.append("")
         else:
             parts[-1] += ch
+    if in_class:
+        raise ConfigError(f"table filter rule {rule!r} has a '[' without its closing ']'")
     if quote or escaped or len(parts) != 2 or not parts[0] or not parts[1]:
         raise ConfigError(
             f"table filter rule {rule!r} is not of the form schema.table (e.g. 'db.*', '!db.tmp_*')")

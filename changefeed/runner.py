@@ -172,7 +172,8 @@ class Changefeed:
         if self.config.large_message_handle == "claim-check":
             assert self.config.claim_check_storage_uri is not None
             claim_check = FileClaimCheckStorage(self.config.claim_check_storage_uri)
-        encoder = CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=self.config.enable_tidb_extension))
+        encoder = CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=self.config.enable_tidb_extension,
+                                                    content_compatible=self.config.content_compatible))
         delivery = Delivery(
             sink,
             encoder,

@@ -62,6 +62,7 @@ def build_spark_session(app_name: str = "lakefeed-tests", master: str = "local[2
         .config("spark.jars.excludes", TOKEN_PROVIDER)
         .config("spark.jars", str(token_provider_jar()))
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")

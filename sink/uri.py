@@ -31,6 +31,7 @@ class KafkaSinkConfig:
     compression: str = "none"
     auto_create_topic: bool = True
     enable_tidb_extension: bool = False
+    content_compatible: bool = False  # canal-JSON mysqlType with parameters (decimal(10,2)), as Canal
     kafka_client_id: str = "lakefeed_producer"
     kafka_version: str | None = None
     dial_timeout_ms: int = 10_000
@@ -146,6 +147,7 @@ PARAMETERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "compression": ("compression", _choice(COMPRESSIONS)),
     "auto-create-topic": ("auto_create_topic", _bool),
     "enable-tidb-extension": ("enable_tidb_extension", _bool),
+    "content-compatible": ("content_compatible", _bool),
     "kafka-client-id": ("kafka_client_id", _text),
     "kafka-version": ("kafka_version", _text),
     "dial-timeout": ("dial_timeout_ms", _duration_ms),

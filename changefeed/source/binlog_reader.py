@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication import BinLogStreamReader, binlogstream
 from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
@@ -49,6 +49,12 @@ from changefeed.source.records import (
     TableMap,
 )
 from changefeed.source.server import ConnectionSettings, translate_error
+
+# The library silently reconnects on a lost connection and resumes from the last event it read, in
+# GTID mode from the start of the current transaction, re-sending part of it with new ordinals. The
+# capture reconnects instead, from the last transaction boundary, so a repeated row is always the same
+# (commit_ts, ordinal) again. Emptying the list turns the library's retry off (it checks membership).
+binlogstream.MYSQL_EXPECTED_ERROR_CODES.clear()
 
 
 def _read_time2(self: Any, column: Any) -> datetime.timedelta:

@@ -14,7 +14,9 @@ from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, create_engine, insert, select
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import StaticPool
 
 from changefeed import model
 from changefeed.errors import StoreError
@@ -47,13 +49,21 @@ def schema_from_json(text: str) -> TableSchema:
                        tuple(tuple(k) for k in raw["unique_keys"]))
 
 
+def _engine(url: str) -> Engine:
+    if url in ("sqlite://", "sqlite:///:memory:"):
+        # An in-memory SQLite database lives in one connection; SQLAlchemy's default pool gives each
+        # thread its own (empty) one, and a changefeed runs its capture in a worker thread.
+        return create_engine(url, poolclass=StaticPool, connect_args={"check_same_thread": False})
+    return create_engine(url)
+
+
 class SchemaStore:
     """Append-only history of table schemas for one changefeed."""
 
     def __init__(self, url: str = "sqlite://", changefeed: str = "default") -> None:
         self._changefeed = changefeed
         try:
-            self._engine = create_engine(url)
+            self._engine = _engine(url)
             _metadata.create_all(self._engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the schema history at {url}: {exc}") from exc

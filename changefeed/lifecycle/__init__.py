@@ -1,0 +1,1 @@
+"""Changefeed lifecycle: states, the metadata store, the owner loop that runs changefeeds."""

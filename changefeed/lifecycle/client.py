@@ -1,0 +1,30 @@
+"""A tiny HTTP JSON client for the changefeed server (standard library only: the CLI stays light)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+class ServerUnreachable(Exception):
+    """No HTTP answer from the server (down, wrong URL, timeout)."""
+
+
+def call(server: str, method: str, path: str, body: dict[str, Any] | None = None,
+         timeout: float = 60.0) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(server.rstrip("/") + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw)
+        except ValueError:
+            return exc.code, {"error": "http", "message": raw.decode(errors="replace")[:500]}
+    except (urllib.error.URLError, OSError) as exc:
+        raise ServerUnreachable(f"cannot reach the changefeed server at {server}: {exc}") from exc

@@ -1,0 +1,123 @@
+"""Validate a changefeed definition for real before it is stored: nothing is half-created.
+
+Order matters: everything that needs no network first (id, URIs, config, positions), then the
+source server (settings, grants, current position), then the sink (topic checks, which may create
+the topic: harmless, as the same definition would create it again). Only then is the row written.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import time
+from dataclasses import dataclass
+
+import pymysql
+
+from changefeed.config import ChangefeedConfig, load_config
+from changefeed.errors import ChangefeedError, ConfigError
+from changefeed.lifecycle.source_uri import parse_source_uri
+from changefeed.model import Checkpoint, Position, compose_tso
+from changefeed.source.capture import start_position
+from sink.errors import SinkError
+from sink.kafka import prepare_topic
+from sink.uri import parse_sink_uri
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+_POSITION = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>\d+)$")
+
+
+class InvalidDefinition(ChangefeedError):
+    """The definition is wrong; `field` names the part (changefeed_id, source, sink_uri, config, ...)."""
+
+    def __init__(self, field: str, message: str, *, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.field = field
+        self.retriable = retriable
+
+
+@dataclass(frozen=True)
+class Definition:
+    changefeed_id: str
+    source: str
+    sink_uri: str
+    config_text: str
+    config: ChangefeedConfig
+    start: Checkpoint
+    target_ts: int | None
+    warnings: tuple[str, ...] = ()
+
+
+def check_id(cf_id: str) -> None:
+    if not ID_PATTERN.match(cf_id):
+        raise InvalidDefinition("changefeed_id", f"changefeed id {cf_id!r} is not allowed; use 1-128 letters, "
+                                "digits, '-' or '_', starting with a letter or digit")
+
+
+def parse_target(text: str | None) -> int | None:
+    """A TSO number or an ISO-8601 time (UTC if no zone) -> commit timestamp to stop at."""
+    if text is None or text == "":
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidDefinition("target", f"target {text!r} is neither a TSO number nor an ISO-8601 time such "
+                                "as 2026-01-02T03:04:05Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return compose_tso(int(moment.timestamp() * 1000), 0)
+
+
+def parse_position(text: str, field: str) -> Position:
+    match = _POSITION.match(text)
+    if not match:
+        raise InvalidDefinition(field, f"{field} {text!r} is not allowed; use 'now' or a binlog position "
+                                "FILE:POS such as mysql-bin.000003:4")
+    return Position(match["file"], int(match["pos"]))
+
+
+def parse_config_text(text: str) -> ChangefeedConfig:
+    try:
+        return load_config(text)
+    except ConfigError as exc:
+        raise InvalidDefinition("config", f"config: {exc}") from exc
+
+
+def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: str | None,
+             target: str | None, *, check_services: bool = True) -> Definition:
+    check_id(cf_id)
+    try:
+        settings = parse_source_uri(source)
+    except ConfigError as exc:
+        raise InvalidDefinition("source", str(exc)) from exc
+    try:
+        sink_config = parse_sink_uri(sink_uri)
+    except SinkError as exc:
+        raise InvalidDefinition("sink_uri", str(exc)) from exc
+    config = parse_config_text(config_text)
+    target_ts = parse_target(target)
+    explicit = None if start in (None, "", "now") else parse_position(start, "start")
+    now_ts = compose_tso(int(time.time() * 1000), 0)
+    if target_ts is not None and target_ts <= now_ts and explicit is None:
+        raise InvalidDefinition("target", f"target {target} is not in the future; a changefeed starting now "
+                                "would finish at once")
+    warnings: tuple[str, ...] = ()
+    position = explicit or Position("", 0)
+    if check_services:
+        try:
+            here = start_position(settings)  # also checks binlog settings and the user's grants
+        except ChangefeedError as exc:
+            raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc}",
+                                    retriable=exc.retriable) from exc
+        except pymysql.err.MySQLError as exc:  # e.g. 1045 access denied: the driver's text says it best
+            raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc.args[-1]}; "
+                                    "check the user and password in the source URI") from exc
+        position = explicit or here
+        try:
+            warnings = prepare_topic(sink_config).warnings
+        except SinkError as exc:
+            raise InvalidDefinition("sink_uri", str(exc), retriable=exc.retriable) from exc
+    return Definition(cf_id, source, sink_uri, config_text, config, Checkpoint(position, now_ts), target_ts,
+                      warnings)

@@ -1,0 +1,65 @@
+"""`changefeed server`: the owner loop plus the HTTP API in one process."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import click
+import uvicorn
+
+from changefeed.lifecycle.api import build_app
+from changefeed.lifecycle.metrics import Metrics
+from changefeed.lifecycle.owner import Owner, OwnerSettings
+from changefeed.lifecycle.runner import PipelineRunner
+from changefeed.lifecycle.store import MetadataStore
+from sink.retry import Backoff
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter(f"{value!r} is not HOST:PORT, e.g. 127.0.0.1:8300")
+    return host, int(port)
+
+
+@click.command("server")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="directory for the metadata database (SQLite) unless --metadata-url is given")
+@click.option("--metadata-url", help="SQLAlchemy URL of the metadata database shared by servers")
+@click.option("--listen", default="127.0.0.1:8300", show_default=True, help="HOST:PORT of the HTTP API")
+@click.option("--server-id", help="name of this server in leases (default: random)")
+@click.option("--lease-ttl", type=float, default=5.0, show_default=True,
+              help="seconds after which another server takes over a silent server's changefeeds")
+@click.option("--retry-initial", type=float, default=10.0, show_default=True, help="first backoff, seconds")
+@click.option("--retry-max", type=float, default=600.0, show_default=True, help="largest backoff, seconds")
+@click.option("--healthy-after", type=float, default=10.0, show_default=True,
+              help="seconds without error after which a warning changefeed is normal again")
+@click.option("--delivery-timeout-ms", type=int, default=30_000, show_default=True,
+              help="how long the producer retries one message before the changefeed backs off")
+@click.option("--log-level", default="INFO", show_default=True)
+def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str | None, lease_ttl: float,
+           retry_initial: float, retry_max: float, healthy_after: float, delivery_timeout_ms: int,
+           log_level: str) -> None:
+    """Run changefeeds and serve the HTTP API (the CLI's other commands talk to it)."""
+    host, port = _listen(listen)
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    url = metadata_url or f"sqlite:///{data_dir.resolve() / 'metadata.db'}"
+    store = MetadataStore(url)
+    metrics = Metrics()
+    settings = OwnerSettings(lease_ttl=lease_ttl, backoff=Backoff(retry_initial, retry_max),
+                             healthy_after=healthy_after, delivery_timeout_ms=delivery_timeout_ms)
+    if server_id:
+        settings = dataclasses.replace(settings, server_id=server_id)
+    owner = Owner(store, url, PipelineRunner, settings, metrics)
+    owner.start()
+    logging.getLogger(__name__).info("server %s: metadata %s, API on %s:%d", owner.server_id,
+                                     url.split("@")[-1], host, port)
+    try:
+        uvicorn.run(build_app(store, metrics), host=host, port=port, log_level="warning")
+    finally:
+        owner.stop()
+        store.close()
