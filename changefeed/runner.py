@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from changefeed.checkpoint import CheckpointStore
 from changefeed.codec.canal_json import CanalJsonEncoder, CanalJsonOptions
@@ -35,6 +36,7 @@ from sink.uri import KafkaSinkConfig, parse_sink_uri
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 STATES = ("created", "running", "warning", "finished", "failed", "removed")
 
 
@@ -76,10 +78,11 @@ class Changefeed:
 
     def create(self) -> TopicInfo:
         """Topic checks; raises SinkError (SinkConfigError, TopicError) when the sink is misconfigured."""
-        self.topic_info = prepare_topic(self.config)
+        timeout = max(2.0, self.config.dial_timeout_ms / 1000)
+        self.topic_info = prepare_topic(self.config, timeout=timeout)
         for rule in self.spec.rules:
             if rule.topic and "{" not in rule.topic and rule.topic != self.config.topic:
-                prepare_topic(self.config, rule.topic)
+                prepare_topic(self.config, rule.topic, timeout=timeout)
         return self.topic_info
 
     @property
@@ -151,7 +154,10 @@ class Changefeed:
         start = self.store.load(spec.changefeed_id) or spec.start
         stop = self._attempt_stop = threading.Event()
         if self.retries:  # a restarted broker may have lost topics; create them again, re-check limits
-            info = self.create()
+            checked = self._cancellable(self.create)
+            if checked is None:
+                return False
+            info = checked
         sink = KafkaSink(
             self.config,
             message_limit=info.max_message_bytes,
@@ -202,6 +208,27 @@ class Changefeed:
             sink.close()
             self._save(delivery)
             self.rows += delivery.stats.rows
+
+    def _cancellable(self, call: Callable[[], T]) -> T | None:
+        """Run a blocking network call (admin requests wait up to the dial timeout) in a helper thread,
+        so removal never waits for it: None when cancelled first; its exception is re-raised."""
+        result: list[T] = []
+        failure: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                result.append(call())
+            except BaseException as exc:
+                failure.append(exc)
+
+        helper = threading.Thread(target=target, name=f"changefeed-{self.spec.changefeed_id}-check", daemon=True)
+        helper.start()
+        while helper.is_alive():
+            if not self._cancel.sleep(0.05):
+                return None
+        if failure:
+            raise failure[0]
+        return result[0]
 
     def _events(self, events: Iterable[CaptureEvent], delivery: Delivery) -> Iterator[CaptureEvent]:
         """Pass events through; persist the acknowledged checkpoint now and then; stop at the target."""

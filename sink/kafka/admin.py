@@ -5,6 +5,7 @@ partition-num and replication-factor, the same way on the bundled broker and on 
 """
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,17 +45,23 @@ NO_DESCRIBE_CONFIGS = (
 )
 
 
-def _describe(
-    admin: AdminClient, resource: ConfigResource, timeout: float, warnings: list[str]
-) -> dict[str, str]:
+def _describe(admin: AdminClient, resource: ConfigResource, timeout: float, warnings: list[str]) -> dict[str, str]:
     """A resource's configs; {} with a warning when the broker lacks DescribeConfigs (the bundled
     broker does not implement it yet), so the checks fall back to Kafka's defaults."""
-    future = admin.describe_configs([resource], request_timeout=timeout)[resource]
-    try:
-        entries: dict[str, Any] = future.result(timeout)
-    except KafkaException as exc:
-        if exc.args[0].code() != KafkaError._UNSUPPORTED_FEATURE:
-            raise
+    deadline = time.monotonic() + timeout
+    while True:
+        future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+        try:
+            entries: dict[str, Any] = future.result(timeout)
+            break
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            # A topic created a moment ago may not have reached every broker's metadata yet.
+            if code == KafkaError.UNKNOWN_TOPIC_OR_PART and time.monotonic() < deadline:
+                time.sleep(0.1)
+                continue
+            if code != KafkaError._UNSUPPORTED_FEATURE:
+                raise
         message = NO_DESCRIBE_CONFIGS.format(default=KAFKA_DEFAULT_MESSAGE_MAX_BYTES)
         if message not in warnings:
             warnings.append(message)

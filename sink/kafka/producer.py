@@ -23,9 +23,7 @@ _CLOSED_CODES = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT}
 _TOO_LARGE_CODES = {KafkaError.MSG_SIZE_TOO_LARGE}
 
 
-def producer_settings(
-    config: KafkaSinkConfig, message_limit: int, delivery_timeout_ms: int
-) -> dict[str, Any]:
+def producer_settings(config: KafkaSinkConfig, message_limit: int, delivery_timeout_ms: int) -> dict[str, Any]:
     settings = config.client_config()
     settings.update(
         {
@@ -90,26 +88,25 @@ class KafkaSink:
         return self._in_flight
 
     def send(self, message: Message, on_ack: AckCallback) -> None:
-        if message.size > self.message_limit:
+        size = message.size  # computed once: this is the per-row hot path
+        if size > self.message_limit:
             raise MessageTooLargeError(
-                f"message of {message.size} bytes for {message.topic}[{message.partition}] exceeds the "
+                f"message of {size} bytes for {message.topic}[{message.partition}] exceeds the "
                 f"limit of {self.message_limit} bytes"
             )
         with self._lock:
             while (
-                self._in_flight_bytes + message.size > self.memory_quota
-                and self._in_flight > 0
-                and not self._closed.is_set()
+                self._in_flight_bytes + size > self.memory_quota and self._in_flight > 0 and not self._closed.is_set()
             ):
                 self._lock.wait(0.1)
             if self._closed.is_set():
                 raise SinkClosedError("sink is closed")
-            self._in_flight_bytes += message.size
+            self._in_flight_bytes += size
             self._in_flight += 1
 
         def delivered(error: Any, _record: Any) -> None:
             with self._lock:
-                self._in_flight_bytes -= message.size
+                self._in_flight_bytes -= size
                 self._in_flight -= 1
                 self._lock.notify_all()
             on_ack(message, None if error is None else classify(error))

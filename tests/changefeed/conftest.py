@@ -9,7 +9,7 @@ from changefeed.model import CaptureEvent, Checkpoint, RowChange
 from changefeed.source.capture import CaptureOptions, CaptureSource, start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer
-from tests.changefeed.own_broker import OwnBroker
+from lakefeed_testing.own_broker import OwnBroker
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer
+from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from sink.claim_check import resolve
 from sink.errors import SinkConfigError
 from sink.uri import parse_sink_uri
 from tests.changefeed.conftest import options
 from tests.changefeed.consume import Record, read_topic
-from tests.changefeed.own_broker import SINK_LIMIT, OwnBroker
 
 BIG = 300_000  # bytes of text in row 3: above the 200 kB limit
 

@@ -13,9 +13,9 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
+from lakefeed_testing.own_broker import OwnBroker
 from tests.changefeed.conftest import options
 from tests.changefeed.consume import read_topic, rebuild
-from tests.changefeed.own_broker import OwnBroker
 
 
 @pytest.fixture(params=["own", "kafka"])

@@ -11,9 +11,9 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference
 from lakefeed_testing.net import free_port
+from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from sink.errors import SinkConfigError, SinkError, TopicError
 from sink.kafka.admin import BATCH_OVERHEAD
-from tests.changefeed.own_broker import SINK_LIMIT, OwnBroker
 
 
 @pytest.fixture(params=["own", "kafka"])

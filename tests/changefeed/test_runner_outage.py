@@ -22,10 +22,10 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
+from lakefeed_testing.own_broker import OwnBroker
 from sink.retry import Backoff
 from tests.changefeed.conftest import options
 from tests.changefeed.consume import read_topic
-from tests.changefeed.own_broker import OwnBroker
 
 
 def _insert(mysql: MySQLServer, database: str, table: str, ids: range, per_txn: int = 10) -> None:

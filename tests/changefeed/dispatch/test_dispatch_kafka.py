@@ -14,9 +14,9 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer
+from lakefeed_testing.own_broker import OwnBroker
 from tests.changefeed.conftest import options
 from tests.changefeed.consume import Record, read_topic
-from tests.changefeed.own_broker import OwnBroker
 
 PARTITIONS = 4
 ROWS = 40

@@ -1,4 +1,4 @@
-"""Our broker (`broker start`) as a real process that a test can stop and start again on one port."""
+"""Our broker (`broker start`) as a real process that a test or benchmark can stop and start again on one port."""
 
 from __future__ import annotations
 
