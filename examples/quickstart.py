@@ -24,7 +24,7 @@ from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import CaptureOptions, start_position
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer, mysql_server
-from lakefeed_testing.bundled_broker import bundled_broker
+from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from lakefeed_testing.spark import build_spark_session
 from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.delta import live_rows
@@ -63,7 +63,7 @@ def run_changefeed(server: MySQLServer, bootstrap: str, topic: str, start: Check
     settings = ConnectionSettings(server.host, server.port, server.user, server.password, tls=False)
     target = start_position(settings)
     uri = (f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true"
-           "&max-message-bytes=1000000")
+           f"&max-message-bytes={SINK_LIMIT}")
     feed = Changefeed(ChangefeedSpec(
         "quickstart", settings, uri,
         capture=CaptureOptions(snapshot_mode="never", change_filter=ChangeFilter(TableFilter(["shop.*"]))),
@@ -115,15 +115,20 @@ def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path) -> b
     start = Checkpoint(start_position(settings), 0)
     step(f"MariaDB ({server.flavor}) on {server.host}:{server.port}; running a workload of {rows} rows per table")
     run_workload(server, rows)
-    with bundled_broker(workdir / "broker") as broker:
-        step(f"bundled broker on {broker.bootstrap_servers}")
+    (workdir / "broker").mkdir(parents=True, exist_ok=True)
+    broker = OwnBroker(workdir / "broker")
+    broker.start()
+    try:
+        step(f"bundled broker on {broker.bootstrap}")
         topic = f"shop-{uuid.uuid4().hex[:6]}"
-        delivered = run_changefeed(server, broker.bootstrap_servers, topic, start, workdir / "changefeed.db")
+        delivered = run_changefeed(server, broker.bootstrap, topic, start, workdir / "changefeed.db")
         step(f"changefeed delivered {delivered} row changes to topic {topic}")
-        config = PipelineConfig(SourceConfig(broker.bootstrap_servers, (topic,)), str(workdir / "delta"),
+        config = PipelineConfig(SourceConfig(broker.bootstrap, (topic,)), str(workdir / "delta"),
                                 str(workdir / "checkpoints" / topic))
         run_pipeline(spark, config)
         return compare(spark, server, config)
+    finally:
+        broker.stop()
 
 
 @click.command()
