@@ -1,0 +1,181 @@
+"""Spark pipeline throughput and freshness (MariaDB -> changefeed -> bundled broker -> Spark -> Delta).
+
+    .venv/bin/python bench/pipeline.py [--rows 50000] [--live-seconds 30] [--live-rate 200]
+
+- materialise: the topic holds `--rows` inserts plus updates of a tenth of them; the streaming job
+  (availableNow, one micro-batch) applies them with the sequence-guarded MERGE. Side by side in the same
+  run: a plain Spark batch job that reads the same topic and appends the raw records to Delta (what
+  Spark's Kafka source and Delta cost on their own, without parsing, ordering or merging).
+- freshness: a writer commits single-row transactions at `--live-rate` rows/s while the changefeed and
+  the job (processing-time trigger of 1 s) run; a poller reads the Delta table and records, for each
+  row that became visible, visible time minus commit time.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from changefeed.filter import ChangeFilter, TableFilter
+from changefeed.model import Checkpoint
+from changefeed.runner import Changefeed, ChangefeedSpec
+from changefeed.source.capture import CaptureOptions, start_position
+from changefeed.source.server import ConnectionSettings
+from lakefeed_testing.mysql import MySQLServer, mysql_server
+from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
+from lakefeed_testing.spark import build_spark_session
+from spark_pipelines.config import PipelineConfig, SourceConfig
+from spark_pipelines.io.kafka import read_stream
+from spark_pipelines.jobs.apply import start_query
+
+DATABASE = "bench_pipeline"
+
+
+def _settings(mysql: MySQLServer) -> ConnectionSettings:
+    return ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
+
+
+def _feed(mysql: MySQLServer, uri: str, start: Checkpoint, store: Path, blocking_target: bool) -> Changefeed:
+    settings = _settings(mysql)
+    spec = ChangefeedSpec(
+        f"bench-{uuid.uuid4().hex[:6]}", settings, uri,
+        capture=CaptureOptions(server_id=random.randint(10_000, 2**31), snapshot_mode="never",
+                               change_filter=ChangeFilter(TableFilter([f"{DATABASE}.*"]))),
+        start=start, target=start_position(settings) if blocking_target else None,
+        checkpoint_store_url=f"sqlite:///{store}",
+    )
+    feed = Changefeed(spec)
+    feed.create()
+    feed.start()
+    return feed
+
+
+def _load(mysql: MySQLServer, rows: int) -> None:
+    mysql.execute(f"CREATE DATABASE {DATABASE}")
+    mysql.execute("CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120), pad CHAR(60), "
+                  "price DECIMAL(10,2))", database=DATABASE)
+    with mysql.connect(DATABASE, autocommit=False) as conn, conn.cursor() as cur:
+        for start in range(0, rows, 1000):
+            cur.executemany("INSERT INTO sbtest VALUES (%s, %s, %s, %s, %s)",
+                            [(i, i % 1000, f"c-{i:0110d}", f"pad-{i:050d}", f"{i % 9973}.25")
+                             for i in range(start, min(rows, start + 1000))])
+            conn.commit()
+        cur.execute("UPDATE sbtest SET k = k + 1 WHERE id % 10 = 0")
+        conn.commit()
+
+
+def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: int) -> dict[str, float]:
+    config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / "delta"), str(work / "ckpt"))
+    started = time.perf_counter()
+    query = start_query(spark, read_stream(spark, config.source), config)
+    query.awaitTermination()
+    merge_s = time.perf_counter() - started
+    started = time.perf_counter()
+    (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+     .option("startingOffsets", "earliest").load()
+     .write.format("delta").mode("overwrite").save(str(work / "raw")))
+    append_s = time.perf_counter() - started
+    return {"pipeline (parse, order, MERGE)": records / merge_s, "plain Kafka -> Delta append": records / append_s}
+
+
+def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
+               store: Path) -> list[float]:
+    topic = f"live-{uuid.uuid4().hex[:6]}"
+    uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
+          f"&max-message-bytes={SINK_LIMIT}"
+    mysql.execute("CREATE TABLE live (id INT PRIMARY KEY, v INT)", database=DATABASE)
+    feed = _feed(mysql, uri, Checkpoint(start_position(_settings(mysql)), 0), store, blocking_target=False)
+    config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / "live-delta"), str(work / "live-ckpt"),
+                            available_now=False, processing_time="1 second")
+    committed: dict[int, float] = {}
+    stop = threading.Event()
+
+    def write() -> None:
+        with mysql.connect(DATABASE) as conn, conn.cursor() as cur:
+            n = 0
+            while not stop.is_set():
+                cur.execute("INSERT INTO live VALUES (%s, %s)", (n, n))
+                committed[n] = time.time()
+                n += 1
+                time.sleep(1 / rate)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    query = None
+    lags: list[float] = []
+    try:
+        time.sleep(2)  # the first rows create the topic and the table
+        query = start_query(spark, read_stream(spark, config.source), config)
+        path = config.table_path(DATABASE, "live")
+        seen = -1
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            time.sleep(0.25)
+            try:
+                top = spark.read.format("delta").load(path).agg({"id": "max"}).collect()[0][0]
+            except Exception:
+                continue
+            now = time.time()
+            if top is not None and top > seen:
+                lags += [now - committed[i] for i in range(seen + 1, top + 1) if i in committed]
+                seen = top
+    finally:
+        stop.set()
+        writer.join()
+        if query is not None:
+            query.stop()
+        feed.remove()
+    return lags
+
+
+@click.command()
+@click.option("--rows", default=50_000, show_default=True)
+@click.option("--live-seconds", default=30.0, show_default=True)
+@click.option("--live-rate", default=200.0, show_default=True, help="Rows per second the live writer commits.")
+def main(rows: int, live_seconds: float, live_rate: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
+        work = Path(scratch)
+        broker = OwnBroker(work)
+        broker.start()
+        spark = build_spark_session("bench-pipeline")
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            start = Checkpoint(start_position(_settings(mysql)), 0)
+            _load(mysql, rows)
+            topic = f"bulk-{uuid.uuid4().hex[:6]}"
+            uri = f"kafka://{broker.bootstrap}/{topic}?partition-num=3&content-compatible=true" \
+                  f"&enable-tidb-extension=true&max-message-bytes={SINK_LIMIT}"
+            feed = _feed(mysql, uri, start, work / "cf.db", blocking_target=True)
+            assert feed.wait(900) and feed.state == "finished", feed.error
+            records = feed.rows
+            rates = _materialise(spark, broker.bootstrap, topic, work, records)
+            click.echo(f"\nmaterialise {records} change records ({rows} inserts + {rows // 10} updates)")
+            base = rates["plain Kafka -> Delta append"]
+            click.echo(f"{'job':<34}{'records/s':>12}{'ratio':>8}")
+            for name, rate in rates.items():
+                click.echo(f"{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
+            lags = sorted(_freshness(spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db"))
+            if lags:
+                p50, p99 = statistics.median(lags), lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+                click.echo(f"\nfreshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows: "
+                           f"p50 {p50:.2f} s, p99 {p99:.2f} s (MySQL commit -> visible in Delta)")
+            else:
+                click.echo("\nfreshness: no row became visible in the live window")
+        finally:
+            spark.stop()
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()
