@@ -8,7 +8,7 @@ can be compacted and consumers can partition by key.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ import orjson
 
 from changefeed.codec.base import Encoded
 from changefeed.codec.values import java_sql_type, mysql_type, value_text
-from changefeed.model import DDLEvent, DDLKind, Row, RowChange, RowKind, TableSchema, tso_physical_ms
+from changefeed.model import Column, DDLEvent, DDLKind, Row, RowChange, RowKind, TableSchema, tso_physical_ms
 
 DDL_TYPES = {
     DDLKind.CREATE_TABLE: "CREATE",
@@ -50,23 +50,9 @@ class CanalJsonEncoder:
     def encode_row(self, change: RowChange) -> Encoded:
         table = change.table
         image = change.row
-        message: dict[str, Any] = {
-            "id": 0,
-            "database": table.schema,
-            "table": table.table,
-            "pkNames": list(table.primary_key) or None,
-            "isDdl": False,
-            "type": change.kind.value,
-            "es": tso_physical_ms(change.commit_ts),
-            "ts": self._clock(),
-            "sql": "",
-            "sqlType": {c.name: java_sql_type(c, image.get(c.name)) for c in table.columns},
-            "mysqlType": {c.name: mysql_type(c, self.options.content_compatible) for c in table.columns},
-            "data": [_row_text(table, image)],
-            "old": [_row_text(table, change.before)]
-            if change.kind is RowKind.UPDATE and change.before
-            else None,
-        }
+        message = self._row_message(change, table.columns, _row_text(table, image))
+        if change.kind is RowKind.UPDATE and change.before:
+            message["old"] = [_row_text(table, change.before)]
         if self.options.enable_tidb_extension:
             message["_tidb"] = {"commitTs": change.commit_ts}
         return Encoded(self.row_key(table, image), orjson.dumps(message))
@@ -77,7 +63,20 @@ class CanalJsonEncoder:
         table = change.table
         columns = [table.column(name) for name in (table.handle_key or table.column_names)]
         image = change.row
-        message: dict[str, Any] = {
+        message = self._row_message(change, columns, {c.name: value_text(c, image.get(c.name)) for c in columns})
+        tidb: dict[str, Any] = {"commitTs": change.commit_ts}
+        if claim_check_location is None:
+            tidb["onlyHandleKey"] = True
+        else:
+            tidb["claimCheckLocation"] = claim_check_location
+        message["_tidb"] = tidb
+        return Encoded(self.row_key(table, image), orjson.dumps(message))
+
+    def _row_message(self, change: RowChange, columns: Sequence[Column], data: dict[str, Any]) -> dict[str, Any]:
+        """The fields every row message has, in TiCDC's order; `old` stays None unless set after."""
+        table = change.table
+        image = change.row
+        return {
             "id": 0,
             "database": table.schema,
             "table": table.table,
@@ -89,16 +88,9 @@ class CanalJsonEncoder:
             "sql": "",
             "sqlType": {c.name: java_sql_type(c, image.get(c.name)) for c in columns},
             "mysqlType": {c.name: mysql_type(c, self.options.content_compatible) for c in columns},
-            "data": [{c.name: value_text(c, image.get(c.name)) for c in columns}],
+            "data": [data],
             "old": None,
         }
-        tidb: dict[str, Any] = {"commitTs": change.commit_ts}
-        if claim_check_location is None:
-            tidb["onlyHandleKey"] = True
-        else:
-            tidb["claimCheckLocation"] = claim_check_location
-        message["_tidb"] = tidb
-        return Encoded(self.row_key(table, image), orjson.dumps(message))
 
     def row_key(self, table: TableSchema, row: Row) -> bytes | None:
         if not self.options.key_by_primary_key:
