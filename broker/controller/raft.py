@@ -133,6 +133,7 @@ class RaftNode:
         self.next_index: dict[int, int] = {}
         self.match_index: dict[int, int] = {}
         self._last_sent: dict[int, int] = {}
+        self._sent_upto: dict[int, int] = {}
         self._reset_election_deadline()
 
     # --- helpers -------------------------------------------------------------------------------
@@ -164,8 +165,13 @@ class RaftNode:
     def tick(self, now_ms: int) -> list[Outgoing]:
         self._now = now_ms
         if self.role == LEADER:
-            return [o for p in self._peers() if now_ms - self._last_sent.get(p, -(10**9)) >= self._heartbeat_ms
-                    for o in [self._append_for(p)]]
+            # Heartbeat when due; send at once when new entries were proposed since the last append.
+            return [
+                self._append_for(p)
+                for p in self._peers()
+                if now_ms - self._last_sent.get(p, -(10**9)) >= self._heartbeat_ms
+                or self._sent_upto.get(p, 0) < self.last_index
+            ]
         if now_ms >= self._deadline:
             return self._start_election()
         return []
@@ -240,6 +246,7 @@ class RaftNode:
         self.next_index = {p: self.last_index + 1 for p in self.voters}
         self.match_index = {p: 0 for p in self.voters}
         self._last_sent = {}
+        self._sent_upto = {}
         # A no-op entry of the new term lets earlier-term entries commit (Raft section 5.4.2).
         self.propose(None)
         return self.flush()
@@ -250,6 +257,7 @@ class RaftNode:
         prev = nxt - 1
         entries = tuple(self.log[prev : prev + self._max_batch])
         self._last_sent[peer] = self._now
+        self._sent_upto[peer] = max(self._sent_upto.get(peer, 0), prev + len(entries))
         return Outgoing(peer, AppendEntries(self.term, self.id, prev, self.term_at(prev), entries, self.commit_index))
 
     def _on_append(self, m: AppendEntries) -> list[Outgoing]:
