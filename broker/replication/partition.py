@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.replication.errors import FencedLeaderEpoch, NotEnoughReplicas, NotLeaderOrFollower, UnknownLeaderEpoch
+from broker.replication.errors import (
+    FencedLeaderEpoch,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
+    UnknownLeaderEpoch,
+)
 
 
 @dataclass
@@ -103,6 +109,20 @@ class PartitionReplication:
     def acks_all_satisfied(self, required_offset: int) -> bool:
         """An acks=all produce ending at `required_offset` completes when the HW passes it."""
         return self.high_watermark >= required_offset
+
+    def acks_all_done(self, required_offset: int) -> bool:
+        """Whether an acks=all produce ending at `required_offset` can be answered now.
+
+        Raises `NotEnoughReplicasAfterAppend` when the HW passed it only because the ISR shrank
+        below min.insync.replicas: the data is written but not as durable as the producer asked.
+        """
+        if not self.acks_all_satisfied(required_offset):
+            return False
+        if len(self.isr) < self.min_insync_replicas:
+            raise NotEnoughReplicasAfterAppend(
+                f"written, but the ISR {list(self.isr)} shrank below min.insync.replicas={self.min_insync_replicas}"
+            )
+        return True
 
     def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...]) -> None:
         """The controller accepted an ISR (or leader epoch) change."""

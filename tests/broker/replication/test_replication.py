@@ -4,7 +4,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.replication.errors import FencedLeaderEpoch, NotEnoughReplicas, UnknownLeaderEpoch
+from broker.replication.errors import (
+    FencedLeaderEpoch,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    UnknownLeaderEpoch,
+)
 from broker.replication.leader_epochs import EpochEnd, LeaderEpochCache, diverging_epoch, truncation_offset
 from broker.replication.partition import PartitionReplication
 from broker.replication.purgatory import Delayed, Purgatory
@@ -130,3 +135,13 @@ def test_follower_truncates_exactly_to_the_common_prefix(logs: tuple[list[int], 
     leader, follower, k = logs
     offset = truncation_offset(cache(follower), len(follower), cache(leader), len(leader))
     assert offset == min(k, len(follower))
+
+
+def test_acks_all_after_isr_shrink_is_not_enough_replicas_after_append() -> None:
+    p = part()
+    p.on_leader_append(5, 0)
+    assert not p.acks_all_done(5)
+    p.apply_leader_and_isr(0, (1,))  # followers dropped out: the HW jumps to the leader's LEO
+    with pytest.raises(NotEnoughReplicasAfterAppend) as e:
+        p.acks_all_done(5)
+    assert e.value.kafka_error == "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
