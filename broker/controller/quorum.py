@@ -122,6 +122,25 @@ class QuorumController:
             raise UnknownTopic(f"topic {name!r} does not exist")
         return self._propose([r.DeleteTopic(name)])
 
+    def alter_config(self, resource: str, key: str, value: str | None) -> int:
+        """Set (or, with None, delete) one config of `broker:<id>`, `topic:<name>` or `cluster`."""
+        kind, _, name = resource.partition(":")
+        if kind == "topic" and name not in self.state.topics:
+            raise UnknownTopic(f"topic {name!r} does not exist")
+        if kind not in ("broker", "topic", "cluster"):
+            raise ValueError(f"config resource {resource!r} must be broker:<id>, topic:<name> or cluster")
+        return self._propose([r.ConfigChange(resource, key, value)])
+
+    def committed_records(self, from_index: int, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        """Committed records after `from_index` (1-based Raft index), for brokers that follow the
+        metadata without voting: they apply them to their own `MetadataState`."""
+        end = min(self.raft.commit_index, from_index + limit)
+        return [
+            (i, self.raft.log[i - 1].data)
+            for i in range(from_index + 1, end + 1)
+            if self.raft.log[i - 1].data is not None
+        ]
+
     def elect_preferred_leaders(self) -> int:
         return self._propose(list(preferred_leader_changes(self.state)))
 

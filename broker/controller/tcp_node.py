@@ -2,8 +2,8 @@
 
 Peers exchange JSON-lines Raft messages over one outgoing connection per peer (reconnected on
 failure; messages sent while disconnected are dropped, which Raft tolerates). The same port also
-takes admin lines (`{"op": "status"}`, `{"op": "register", ...}`, `{"op": "heartbeat", ...}`,
-`{"op": "create_topic", ...}`), answered with one JSON line; this is what tests and, until the
+takes admin lines (`status`, `records` (committed metadata from an index), `register`, `heartbeat`,
+`create_topic`, `alter_config`), answered with one JSON line; this is what tests and, until the
 Kafka-protocol controller APIs are wired, the lead's broker glue can use.
 
     python -m broker.controller.tcp_node --node-id 1 --voters 1@127.0.0.1:19001,2@...,3@... --data-dir D
@@ -98,10 +98,15 @@ class TcpController:
                 return {"ok": True}
             if op == "status":
                 return {"ok": True, **self.ctl.status()}
+            if op == "records":
+                recs = self.ctl.committed_records(int(req.get("from", 0)))
+                return {"ok": True, "records": recs, "commit_index": self.ctl.raft.commit_index}
             if op == "register":
                 idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"), "")
             elif op == "heartbeat":
                 idx = self.ctl.heartbeat(req["broker_id"])
+            elif op == "alter_config":
+                idx = self.ctl.alter_config(req["resource"], req["key"], req.get("value"))
             elif op == "create_topic":
                 idx = self.ctl.create_topic(req["name"], req["partitions"], req["replication_factor"], uuid.uuid4().hex)
             else:
@@ -112,6 +117,8 @@ class TcpController:
             return {"ok": False, "error": e.kafka_error, "message": str(e), "leader": self.ctl.raft.leader}
         except KeyError as e:
             return {"ok": False, "error": f"missing field {e}"}
+        except ValueError as e:
+            return {"ok": False, "error": "INVALID_REQUEST", "message": str(e)}
 
     async def run(self, stop: asyncio.Event) -> None:
         host, port = self.voters[self.node_id]

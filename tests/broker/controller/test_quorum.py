@@ -89,3 +89,19 @@ def test_controller_failover_keeps_metadata() -> None:
     sim.nodes[ctl.raft.id] = sim._make(ctl.raft.id)  # restart from its storage
     sim.run(300)
     assert set(sim.nodes[ctl.raft.id].state.topics) == {"t", "u"}
+
+
+def test_config_changes_replicate_and_bad_resources_are_named() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    ctl.alter_config("cluster", "unclean.leader.election.enable", "false")
+    ctl.alter_config("broker:1", "log.retention.ms", "5")
+    sim.run(100)
+    ctl.alter_config("broker:1", "log.retention.ms", None)
+    sim.run(100)
+    for q in sim.nodes.values():
+        assert q.state.configs == {"cluster": {"unclean.leader.election.enable": "false"}, "broker:1": {}}
+    with pytest.raises(ValueError, match="must be broker:<id>, topic:<name> or cluster"):
+        ctl.alter_config("group:g", "k", "v")
+    assert [d["kind"] for _, d in ctl.committed_records(0)][-1] == "config_change"

@@ -111,6 +111,20 @@ def test_three_processes_elect_replicate_and_fail_over(quorum: Quorum) -> None:
     for n in (1, 2, 3):
         until(lambda n=n: "t" in (quorum.status(n) or {}).get("topics", {}))
 
+    assert call(port, {"op": "alter_config", "resource": "topic:t", "key": "retention.ms", "value": "1000"})["ok"]
+    # A broker that does not vote follows the metadata by reading committed records from any node.
+    from broker.controller import records as rec
+    from broker.controller.state import MetadataState
+
+    def follower_view() -> MetadataState:
+        view = MetadataState()
+        for _, data in call(quorum.ports[follower], {"op": "records", "from": 0})["records"]:
+            view.apply(rec.from_dict(data))
+        return view
+
+    until(lambda: follower_view().configs.get("topic:t") == {"retention.ms": "1000"})
+    assert len(follower_view().topics["t"].partitions) == 3
+
     # kill -9 the active controller; the other two elect a new one with all the metadata.
     os.kill(quorum.procs[lead].pid, signal.SIGKILL)
     quorum.procs[lead].wait()
