@@ -145,3 +145,15 @@ def test_acks_all_after_isr_shrink_is_not_enough_replicas_after_append() -> None
     with pytest.raises(NotEnoughReplicasAfterAppend) as e:
         p.acks_all_done(5)
     assert e.value.kafka_error == "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+
+
+def test_purgatory_completes_a_waiting_fetch_when_the_leader_appends() -> None:
+    p = part()
+    p.on_leader_append(4, 0)
+    purg: Purgatory[str] = Purgatory()
+    fetch = Delayed(keys=(("t", 0),), deadline_ms=500, ready=lambda: p.leader_leo > 4, payload="fetch@4")
+    assert not purg.try_complete_else_watch(fetch)
+    assert purg.check(("t", 1)) == []  # another partition's change does not complete it
+    p.on_leader_append(6, 10)
+    assert [op.payload for op in purg.check_all([("t", 0), ("t", 1)])] == ["fetch@4"]
+    assert not fetch.timed_out
