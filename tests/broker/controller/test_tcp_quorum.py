@@ -43,11 +43,12 @@ class Quorum:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def start(self, n: int) -> None:
-        self.procs[n] = subprocess.Popen(
-            [sys.executable, "-m", "broker.controller.tcp_node", "--node-id", str(n), "--voters", self.voters,
-             "--data-dir", str(self.tmp / f"n{n}"), "--session-timeout-ms", "3000"],
-            stdout=subprocess.DEVNULL, stderr=open(self.tmp / f"n{n}.log", "ab"),  # noqa: SIM115
-        )
+        with open(self.tmp / f"n{n}.log", "ab") as log:
+            self.procs[n] = subprocess.Popen(
+                [sys.executable, "-m", "broker.controller.tcp_node", "--node-id", str(n), "--voters", self.voters,
+                 "--data-dir", str(self.tmp / f"n{n}"), "--session-timeout-ms", "3000"],
+                stdout=subprocess.DEVNULL, stderr=log,
+            )
 
     def status(self, n: int) -> dict[str, Any] | None:
         try:
