@@ -1,0 +1,162 @@
+"""A controller quorum member: the Raft log carrying metadata records, applied to `MetadataState`.
+
+Sans-I/O like `RaftNode`: feed it time and messages, send what it returns. Only the Raft leader
+(the active controller) proposes records. Automatic changes (fencing brokers whose session
+expired, re-electing partition leaders) are proposed only when every earlier proposal has been
+applied, so they are always computed against the state they will be applied to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.controller import records as r
+from broker.controller.election import on_broker_fenced, on_broker_unfenced, preferred_leader_changes
+from broker.controller.errors import NotController, TopicExists, UnknownTopic
+from broker.controller.placement import assign_replicas
+from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
+from broker.controller.state import MetadataState
+
+
+class QuorumController:
+    def __init__(
+        self,
+        node_id: int,
+        voters: list[int],
+        storage: RaftStorage,
+        *,
+        session_timeout_ms: int = 9000,
+        unclean_leader_election: bool = False,
+        election_timeout_ms: tuple[int, int] = (150, 300),
+        heartbeat_ms: int = 50,
+    ) -> None:
+        self.raft = RaftNode(
+            node_id, voters, storage, election_timeout_ms=election_timeout_ms, heartbeat_ms=heartbeat_ms
+        )
+        self.state = MetadataState()
+        self.session_timeout_ms = session_timeout_ms
+        self.unclean = unclean_leader_election
+        self.now_ms = 0
+        self._active_since_ms: int | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.raft.role == LEADER
+
+    def _apply_committed(self) -> None:
+        for _, entry in self.raft.committed_entries():
+            if entry.data is not None:
+                self.state.apply(r.from_dict(entry.data))
+
+    def tick(self, now_ms: int) -> list[Outgoing]:
+        self.now_ms = now_ms
+        out = self.raft.tick(now_ms)
+        self._apply_committed()
+        if self.is_active:
+            if self._active_since_ms is None:
+                self._active_since_ms = now_ms
+            out += self._maintain()
+        else:
+            self._active_since_ms = None
+        return out
+
+    def receive(self, message: Message) -> list[Outgoing]:
+        out = self.raft.receive(message)
+        self._apply_committed()
+        return out
+
+    def _settled(self) -> bool:
+        return self.raft.commit_index == self.raft.last_index and self.raft.last_applied == self.raft.commit_index
+
+    def _maintain(self) -> list[Outgoing]:
+        # A new active controller gives brokers one session to heartbeat before fencing them,
+        # since heartbeats sent to the previous controller never reached the log.
+        assert self._active_since_ms is not None
+        if not self._settled() or self.now_ms - self._active_since_ms < self.session_timeout_ms:
+            return []
+        proposals: list[r.Record] = []
+        for broker_id in self.state.expired_brokers(self.now_ms, self.session_timeout_ms):
+            proposals.append(r.FenceBroker(broker_id))
+            proposals += on_broker_fenced(self.state, broker_id, self.unclean)
+            break  # one broker per round: the next round sees the first one's changes applied
+        for rec in proposals:
+            self.raft.propose(r.to_dict(rec))
+        return self.raft.flush() if proposals else []
+
+    # --- requests from brokers and admin clients (only on the active controller) ---------------
+    def _propose(self, records: list[r.Record]) -> int:
+        try:
+            index = 0
+            for rec in records:
+                index = self.raft.propose(r.to_dict(rec))
+            return index
+        except NotLeader as e:
+            raise NotController(f"this node is not the active controller; try node {e.leader}") from e
+
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str) -> int:
+        recs: list[r.Record] = [
+            r.RegisterBroker(broker_id, host, port, rack, incarnation),
+            r.BrokerHeartbeat(broker_id, self.now_ms),
+        ]
+        return self._propose(recs)
+
+    def heartbeat(self, broker_id: int) -> int:
+        recs: list[r.Record] = [r.BrokerHeartbeat(broker_id, self.now_ms)]
+        b = self.state.brokers.get(broker_id)
+        if b is not None and b.fenced and self._settled():
+            recs += [r.UnfenceBroker(broker_id), *on_broker_unfenced(self.state, broker_id)]
+        return self._propose(recs)
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None
+    ) -> int:
+        if name in self.state.topics:
+            raise TopicExists(f"topic {name!r} already exists")
+        assignment = assign_replicas(
+            self.state.live_brokers(), partitions, replication_factor, start=len(self.state.topics)
+        )
+        return self._propose([r.CreateTopic(name, topic_id, assignment, tuple(sorted((configs or {}).items())))])
+
+    def delete_topic(self, name: str) -> int:
+        if name not in self.state.topics:
+            raise UnknownTopic(f"topic {name!r} does not exist")
+        return self._propose([r.DeleteTopic(name)])
+
+    def alter_config(self, resource: str, key: str, value: str | None) -> int:
+        """Set (or, with None, delete) one config of `broker:<id>`, `topic:<name>` or `cluster`."""
+        kind, _, name = resource.partition(":")
+        if kind == "topic" and name not in self.state.topics:
+            raise UnknownTopic(f"topic {name!r} does not exist")
+        if kind not in ("broker", "topic", "cluster"):
+            raise ValueError(f"config resource {resource!r} must be broker:<id>, topic:<name> or cluster")
+        return self._propose([r.ConfigChange(resource, key, value)])
+
+    def committed_records(self, from_index: int, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+        """Committed records after `from_index` (1-based Raft index), for brokers that follow the
+        metadata without voting: they apply them to their own `MetadataState`."""
+        end = min(self.raft.commit_index, from_index + limit)
+        return [
+            (i, self.raft.log[i - 1].data)
+            for i in range(from_index + 1, end + 1)
+            if self.raft.log[i - 1].data is not None
+        ]
+
+    def elect_preferred_leaders(self) -> int:
+        return self._propose(list(preferred_leader_changes(self.state)))
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "node_id": self.raft.id,
+            "role": self.raft.role,
+            "term": self.raft.term,
+            "leader": self.raft.leader,
+            "commit_index": self.raft.commit_index,
+            "brokers": {b.broker_id: {"fenced": b.fenced, "rack": b.rack} for b in self.state.brokers.values()},
+            "topics": {
+                t.name: [
+                    {"leader": p.leader, "epoch": p.leader_epoch, "isr": list(p.isr), "replicas": list(p.replicas)}
+                    for p in t.partitions
+                ]
+                for t in self.state.topics.values()
+            },
+        }

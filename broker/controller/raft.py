@@ -1,0 +1,307 @@
+"""A sans-I/O Raft core for the controller quorum's metadata log.
+
+`RaftNode` never touches sockets or clocks: callers feed it messages (`receive`) and time
+(`tick(now_ms)`), and it returns the messages to send. Persistence goes through `RaftStorage`
+(term, vote and log entries are saved before any message that depends on them leaves the node).
+Implements leader election with randomised timeouts, log replication with the log-matching
+check, commit only of entries from the leader's current term once a majority stores them, and
+step-down on any higher term.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Entry:
+    term: int
+    data: Any  # a JSON-serialisable value (a metadata record's dict); None for the leader's no-op
+
+
+@dataclass(frozen=True)
+class RequestVote:
+    term: int
+    candidate: int
+    last_log_index: int
+    last_log_term: int
+
+
+@dataclass(frozen=True)
+class VoteReply:
+    term: int
+    voter: int
+    granted: bool
+
+
+@dataclass(frozen=True)
+class AppendEntries:
+    term: int
+    leader: int
+    prev_index: int
+    prev_term: int
+    entries: tuple[Entry, ...]
+    commit: int
+
+
+@dataclass(frozen=True)
+class AppendReply:
+    term: int
+    follower: int
+    success: bool
+    match_index: int  # on success: last index known to match; on failure: a hint for next_index - 1
+
+
+Message = RequestVote | VoteReply | AppendEntries | AppendReply
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    to: int
+    message: Message
+
+
+class RaftStorage(Protocol):
+    def load(self) -> tuple[int, int | None, list[Entry]]: ...
+    def save_state(self, term: int, voted_for: int | None) -> None: ...
+    def truncate_and_append(self, from_index: int, entries: list[Entry]) -> None:
+        """Drop entries at index >= from_index (1-based) and append `entries` after them."""
+        ...
+
+
+@dataclass
+class MemoryStorage:
+    """In-memory storage: survives a simulated restart because tests keep the object."""
+
+    term: int = 0
+    voted_for: int | None = None
+    log: list[Entry] = field(default_factory=list)
+
+    def load(self) -> tuple[int, int | None, list[Entry]]:
+        return self.term, self.voted_for, list(self.log)
+
+    def save_state(self, term: int, voted_for: int | None) -> None:
+        self.term, self.voted_for = term, voted_for
+
+    def truncate_and_append(self, from_index: int, entries: list[Entry]) -> None:
+        del self.log[from_index - 1 :]
+        self.log.extend(entries)
+
+
+class NotLeader(Exception):
+    retriable = True
+
+    def __init__(self, leader: int | None) -> None:
+        super().__init__(f"not the Raft leader; the leader is {leader if leader is not None else 'unknown'}")
+        self.leader = leader
+
+
+FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
+
+
+class RaftNode:
+    def __init__(
+        self,
+        node_id: int,
+        voters: list[int],
+        storage: RaftStorage,
+        *,
+        election_timeout_ms: tuple[int, int] = (150, 300),
+        heartbeat_ms: int = 50,
+        max_batch: int = 64,
+        rng: random.Random | None = None,
+    ) -> None:
+        if node_id not in voters:
+            raise ValueError(f"node {node_id} is not among the voters {voters}")
+        self.id = node_id
+        self.voters = sorted(voters)
+        self.storage = storage
+        self.term, self.voted_for, self.log = storage.load()
+        self.role = FOLLOWER
+        self.leader: int | None = None
+        self.commit_index = 0
+        self.last_applied = 0
+        self._timeout_range = election_timeout_ms
+        self._heartbeat_ms = heartbeat_ms
+        self._max_batch = max_batch
+        self._rng = rng or random.Random()
+        self._now = 0
+        self._deadline = 0
+        self._votes: set[int] = set()
+        self.next_index: dict[int, int] = {}
+        self.match_index: dict[int, int] = {}
+        self._last_sent: dict[int, int] = {}
+        self._sent_upto: dict[int, int] = {}
+        self._reset_election_deadline()
+
+    # --- helpers -------------------------------------------------------------------------------
+    @property
+    def last_index(self) -> int:
+        return len(self.log)
+
+    def term_at(self, index: int) -> int:
+        return self.log[index - 1].term if 1 <= index <= len(self.log) else 0
+
+    def _majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def _peers(self) -> list[int]:
+        return [v for v in self.voters if v != self.id]
+
+    def _reset_election_deadline(self) -> None:
+        lo, hi = self._timeout_range
+        self._deadline = self._now + self._rng.randint(lo, hi)
+
+    def _become_follower(self, term: int, leader: int | None) -> None:
+        if term > self.term:
+            self.term, self.voted_for = term, None
+            self.storage.save_state(self.term, self.voted_for)
+        self.role = FOLLOWER
+        self.leader = leader
+
+    # --- inputs --------------------------------------------------------------------------------
+    def tick(self, now_ms: int) -> list[Outgoing]:
+        self._now = now_ms
+        if self.role == LEADER:
+            # Heartbeat when due; send at once when new entries were proposed since the last append.
+            return [
+                self._append_for(p)
+                for p in self._peers()
+                if now_ms - self._last_sent.get(p, -(10**9)) >= self._heartbeat_ms
+                or self._sent_upto.get(p, 0) < self.last_index
+            ]
+        if now_ms >= self._deadline:
+            return self._start_election()
+        return []
+
+    def propose(self, data: Any) -> int:
+        """Append `data` to the leader's log; returns its index. Raises NotLeader elsewhere."""
+        if self.role != LEADER:
+            raise NotLeader(self.leader)
+        self.log.append(Entry(self.term, data))
+        self.storage.truncate_and_append(self.last_index, [self.log[-1]])
+        self.match_index[self.id] = self.last_index
+        self._advance_commit()
+        return self.last_index
+
+    def flush(self) -> list[Outgoing]:
+        """Send pending entries to every peer now instead of waiting for the heartbeat."""
+        if self.role != LEADER:
+            return []
+        return [self._append_for(p) for p in self._peers()]
+
+    def receive(self, message: Message) -> list[Outgoing]:
+        if message.term > self.term:
+            self._become_follower(message.term, None)
+        if isinstance(message, RequestVote):
+            return self._on_request_vote(message)
+        if isinstance(message, VoteReply):
+            return self._on_vote_reply(message)
+        if isinstance(message, AppendEntries):
+            return self._on_append(message)
+        return self._on_append_reply(message)
+
+    def committed_entries(self) -> list[tuple[int, Entry]]:
+        """Entries committed since the last call, in order (for applying to the state machine)."""
+        out = [(i, self.log[i - 1]) for i in range(self.last_applied + 1, self.commit_index + 1)]
+        self.last_applied = self.commit_index
+        return out
+
+    # --- elections -----------------------------------------------------------------------------
+    def _start_election(self) -> list[Outgoing]:
+        self.role = CANDIDATE
+        self.term += 1
+        self.voted_for = self.id
+        self.leader = None
+        self.storage.save_state(self.term, self.voted_for)
+        self._votes = {self.id}
+        self._reset_election_deadline()
+        if len(self._votes) >= self._majority():
+            return self._become_leader()
+        req = RequestVote(self.term, self.id, self.last_index, self.term_at(self.last_index))
+        return [Outgoing(p, req) for p in self._peers()]
+
+    def _on_request_vote(self, m: RequestVote) -> list[Outgoing]:
+        up_to_date = (m.last_log_term, m.last_log_index) >= (self.term_at(self.last_index), self.last_index)
+        granted = m.term == self.term and self.voted_for in (None, m.candidate) and up_to_date
+        if granted:
+            self.voted_for = m.candidate
+            self.storage.save_state(self.term, self.voted_for)
+            self._reset_election_deadline()
+        return [Outgoing(m.candidate, VoteReply(self.term, self.id, granted))]
+
+    def _on_vote_reply(self, m: VoteReply) -> list[Outgoing]:
+        if self.role != CANDIDATE or m.term != self.term or not m.granted:
+            return []
+        self._votes.add(m.voter)
+        if len(self._votes) >= self._majority():
+            return self._become_leader()
+        return []
+
+    def _become_leader(self) -> list[Outgoing]:
+        self.role = LEADER
+        self.leader = self.id
+        self.next_index = {p: self.last_index + 1 for p in self.voters}
+        self.match_index = {p: 0 for p in self.voters}
+        self._last_sent = {}
+        self._sent_upto = {}
+        # A no-op entry of the new term lets earlier-term entries commit (Raft section 5.4.2).
+        self.propose(None)
+        return self.flush()
+
+    # --- replication ---------------------------------------------------------------------------
+    def _append_for(self, peer: int) -> Outgoing:
+        nxt = self.next_index.get(peer, self.last_index + 1)
+        prev = nxt - 1
+        entries = tuple(self.log[prev : prev + self._max_batch])
+        self._last_sent[peer] = self._now
+        self._sent_upto[peer] = max(self._sent_upto.get(peer, 0), prev + len(entries))
+        return Outgoing(peer, AppendEntries(self.term, self.id, prev, self.term_at(prev), entries, self.commit_index))
+
+    def _on_append(self, m: AppendEntries) -> list[Outgoing]:
+        if m.term < self.term:
+            return [Outgoing(m.leader, AppendReply(self.term, self.id, False, self.last_index))]
+        self._become_follower(m.term, m.leader)
+        self._reset_election_deadline()
+        if m.prev_index > self.last_index or self.term_at(m.prev_index) != m.prev_term:
+            hint = min(m.prev_index - 1, self.last_index)
+            return [Outgoing(m.leader, AppendReply(self.term, self.id, False, hint))]
+        # Log matching: skip entries we already hold, truncate at the first conflict, append the rest.
+        index = m.prev_index
+        for i, entry in enumerate(m.entries):
+            index = m.prev_index + 1 + i
+            if index <= self.last_index and self.term_at(index) == entry.term:
+                continue
+            new = list(m.entries[i:])
+            del self.log[index - 1 :]
+            self.log.extend(new)
+            self.storage.truncate_and_append(index, new)
+            break
+        match = m.prev_index + len(m.entries)
+        if m.commit > self.commit_index:
+            self.commit_index = min(m.commit, match)
+        return [Outgoing(m.leader, AppendReply(self.term, self.id, True, match))]
+
+    def _on_append_reply(self, m: AppendReply) -> list[Outgoing]:
+        if self.role != LEADER or m.term != self.term:
+            return []
+        if m.success:
+            self.match_index[m.follower] = max(self.match_index.get(m.follower, 0), m.match_index)
+            self.next_index[m.follower] = self.match_index[m.follower] + 1
+            self._advance_commit()
+            if self.next_index[m.follower] <= self.last_index:
+                return [self._append_for(m.follower)]
+            return []
+        self.next_index[m.follower] = max(1, min(self.next_index.get(m.follower, 1) - 1, m.match_index + 1))
+        return [self._append_for(m.follower)]
+
+    def _advance_commit(self) -> None:
+        for n in range(self.last_index, self.commit_index, -1):
+            # Only entries of the current term are committed by counting replicas (Raft figure 8).
+            if self.term_at(n) != self.term:
+                break
+            if sum(1 for v in self.voters if self.match_index.get(v, 0) >= n) >= self._majority():
+                self.commit_index = n
+                break

@@ -1,0 +1,125 @@
+"""Metadata records: every change to the cluster metadata is one of these frozen values.
+
+The state machine (`state.py`) applies them in log order; replaying the same records always
+gives the same state, so they are what the Raft log carries. `to_dict`/`from_dict` give the
+JSON form stored on disk and sent between controllers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class RegisterBroker:
+    kind: ClassVar[str] = "register_broker"
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    incarnation: str = ""
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeat:
+    kind: ClassVar[str] = "heartbeat"
+    broker_id: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class FenceBroker:
+    kind: ClassVar[str] = "fence_broker"
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class UnfenceBroker:
+    kind: ClassVar[str] = "unfence_broker"
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class CreateTopic:
+    kind: ClassVar[str] = "create_topic"
+    name: str
+    topic_id: str
+    # assignment[p] is the replica list of partition p; its first entry is the preferred leader.
+    assignment: tuple[tuple[int, ...], ...]
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class DeleteTopic:
+    kind: ClassVar[str] = "delete_topic"
+    name: str
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """A new leader and/or ISR for one partition; a leader change bumps the leader epoch."""
+
+    kind: ClassVar[str] = "partition_change"
+    topic: str
+    partition: int
+    leader: int  # -1: no leader (offline)
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    kind: ClassVar[str] = "config_change"
+    resource: str  # "broker:<id>", "topic:<name>" or "cluster"
+    key: str
+    value: str | None  # None deletes the key
+
+
+Record = (
+    RegisterBroker
+    | BrokerHeartbeat
+    | FenceBroker
+    | UnfenceBroker
+    | CreateTopic
+    | DeleteTopic
+    | PartitionChange
+    | ConfigChange
+)
+
+_KINDS: dict[str, type[Any]] = {
+    cls.kind: cls
+    for cls in (
+        RegisterBroker,
+        BrokerHeartbeat,
+        FenceBroker,
+        UnfenceBroker,
+        CreateTopic,
+        DeleteTopic,
+        PartitionChange,
+        ConfigChange,
+    )
+}
+
+
+def to_dict(record: Record) -> dict[str, Any]:
+    out = asdict(record)
+    out["kind"] = record.kind
+    return out
+
+
+def _tuplify(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuplify(v) for v in value)
+    return value
+
+
+def from_dict(data: dict[str, Any]) -> Record:
+    kind = data.get("kind")
+    cls = _KINDS.get(str(kind))
+    if cls is None:
+        raise ValueError(f"unknown metadata record kind {kind!r}; known: {sorted(_KINDS)}")
+    fields = {k: _tuplify(v) for k, v in data.items() if k != "kind"}
+    record: Record = cls(**fields)
+    return record

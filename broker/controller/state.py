@@ -1,0 +1,127 @@
+"""The cluster metadata as a deterministic state machine over metadata records.
+
+`MetadataState.apply` is pure with respect to its input: no clock, no randomness, so every
+controller replaying the same committed log reaches the same state. Time enters only through
+`BrokerHeartbeat.now_ms` records; `expired_brokers` lets the active controller decide which
+brokers to fence (it then appends `FenceBroker` records).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from broker.controller import records as r
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    incarnation: str
+    fenced: bool
+    last_heartbeat_ms: int
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: tuple[PartitionInfo, ...]
+    configs: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class MetadataState:
+    brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    applied: int = 0  # number of records applied; the "metadata offset" brokers report
+
+    def apply(self, record: r.Record) -> None:
+        self.applied += 1
+        if isinstance(record, r.RegisterBroker):
+            self.brokers[record.broker_id] = BrokerInfo(
+                record.broker_id, record.host, record.port, record.rack, record.incarnation, False, 0
+            )
+        elif isinstance(record, r.BrokerHeartbeat):
+            b = self.brokers.get(record.broker_id)
+            if b is not None:
+                self.brokers[b.broker_id] = replace(b, last_heartbeat_ms=max(b.last_heartbeat_ms, record.now_ms))
+        elif isinstance(record, r.FenceBroker | r.UnfenceBroker):
+            b = self.brokers.get(record.broker_id)
+            if b is not None:
+                self.brokers[b.broker_id] = replace(b, fenced=isinstance(record, r.FenceBroker))
+        elif isinstance(record, r.CreateTopic):
+            parts = tuple(
+                PartitionInfo(
+                    replicas=reps, leader=reps[0] if reps else -1, leader_epoch=0, isr=reps, partition_epoch=0
+                )
+                for reps in record.assignment
+            )
+            self.topics[record.name] = TopicInfo(record.name, record.topic_id, parts, record.configs)
+        elif isinstance(record, r.DeleteTopic):
+            self.topics.pop(record.name, None)
+            self.configs.pop(f"topic:{record.name}", None)
+        elif isinstance(record, r.PartitionChange):
+            self._apply_partition_change(record)
+        elif isinstance(record, r.ConfigChange):
+            entries = self.configs.setdefault(record.resource, {})
+            if record.value is None:
+                entries.pop(record.key, None)
+            else:
+                entries[record.key] = record.value
+
+    def _apply_partition_change(self, record: r.PartitionChange) -> None:
+        topic = self.topics.get(record.topic)
+        if topic is None or not 0 <= record.partition < len(topic.partitions):
+            return  # the topic was deleted after the change was proposed: nothing to do
+        old = topic.partitions[record.partition]
+        if record.partition_epoch <= old.partition_epoch:
+            return  # a stale change (raced with a newer one) is ignored, deterministically
+        new = PartitionInfo(old.replicas, record.leader, record.leader_epoch, record.isr, record.partition_epoch)
+        parts = list(topic.partitions)
+        parts[record.partition] = new
+        self.topics[record.topic] = replace(topic, partitions=tuple(parts))
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        return sorted((b for b in self.brokers.values() if not b.fenced), key=lambda b: b.broker_id)
+
+    def expired_brokers(self, now_ms: int, session_timeout_ms: int) -> list[int]:
+        """Unfenced brokers whose last heartbeat is older than the session timeout."""
+        return sorted(
+            b.broker_id
+            for b in self.brokers.values()
+            if not b.fenced and now_ms - b.last_heartbeat_ms > session_timeout_ms
+        )
+
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    def snapshot(self) -> tuple[object, ...]:
+        """A hashable, comparable view used by tests to check replay determinism."""
+        return (
+            tuple(sorted(self.brokers.items())),
+            tuple(sorted(self.topics.items())),
+            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.configs.items())),
+        )
+
+
+def replay(log: list[r.Record]) -> MetadataState:
+    state = MetadataState()
+    for record in log:
+        state.apply(record)
+    return state

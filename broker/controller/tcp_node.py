@@ -1,0 +1,158 @@
+"""Run one controller quorum member over TCP (asyncio) on 127.0.0.1 or any host.
+
+Peers exchange JSON-lines Raft messages over one outgoing connection per peer (reconnected on
+failure; messages sent while disconnected are dropped, which Raft tolerates). The same port also
+takes admin lines (`status`, `records` (committed metadata from an index), `register`, `heartbeat`,
+`create_topic`, `alter_config`), answered with one JSON line; this is what tests and, until the
+Kafka-protocol controller APIs are wired, the lead's broker glue can use.
+
+    python -m broker.controller.tcp_node --node-id 1 --voters 1@127.0.0.1:19001,2@...,3@... --data-dir D
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from broker.controller.errors import ControllerError
+from broker.controller.quorum import QuorumController
+from broker.controller.raft import Outgoing
+from broker.controller.raft_storage import FileStorage
+from broker.controller.wire import decode, encode
+
+log = logging.getLogger("broker.controller")
+
+
+def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
+    """`1@host:port,2@host:port` (Kafka's controller.quorum.voters format)."""
+    out: dict[int, tuple[str, int]] = {}
+    for part in spec.split(","):
+        try:
+            node, addr = part.strip().split("@")
+            host, port = addr.rsplit(":", 1)
+            out[int(node)] = (host, int(port))
+        except ValueError as e:
+            raise click.BadParameter(f"voter {part!r} is not ID@HOST:PORT (e.g. 1@127.0.0.1:19001)") from e
+    return out
+
+
+class TcpController:
+    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], data_dir: Path, **kw: Any) -> None:
+        self.node_id = node_id
+        self.voters = voters
+        self.ctl = QuorumController(node_id, sorted(voters), FileStorage(data_dir / "raft"), **kw)
+        self._peers: dict[int, asyncio.StreamWriter] = {}
+        self._connecting: set[int] = set()
+        self._t0 = time.monotonic()
+
+    def now_ms(self) -> int:
+        return int((time.monotonic() - self._t0) * 1000)
+
+    def _send(self, out: list[Outgoing]) -> None:
+        for o in out:
+            w = self._peers.get(o.to)
+            if w is None or w.is_closing():
+                self._peers.pop(o.to, None)
+                if o.to not in self._connecting:
+                    self._connecting.add(o.to)
+                    asyncio.get_running_loop().create_task(self._connect(o.to))
+                continue
+            w.write(encode(o.message))
+
+    async def _connect(self, peer: int) -> None:
+        try:
+            host, port = self.voters[peer]
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+            writer.write(b'{"op":"peer"}\n')
+            self._peers[peer] = writer
+        except (OSError, TimeoutError):
+            await asyncio.sleep(0.1)
+        finally:
+            self._connecting.discard(peer)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                if line.startswith(b'{"op"'):
+                    writer.write(json.dumps(self._admin(json.loads(line))).encode() + b"\n")
+                    continue
+                self._send(self.ctl.receive(decode(line)))
+        except (OSError, ValueError) as e:
+            log.warning("connection dropped: %s", e)
+        finally:
+            writer.close()
+
+    def _admin(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req.get("op")
+        try:
+            if op == "peer":
+                return {"ok": True}
+            if op == "status":
+                return {"ok": True, **self.ctl.status()}
+            if op == "records":
+                recs = self.ctl.committed_records(int(req.get("from", 0)))
+                return {"ok": True, "records": recs, "commit_index": self.ctl.raft.commit_index}
+            if op == "register":
+                idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"), "")
+            elif op == "heartbeat":
+                idx = self.ctl.heartbeat(req["broker_id"])
+            elif op == "alter_config":
+                idx = self.ctl.alter_config(req["resource"], req["key"], req.get("value"))
+            elif op == "create_topic":
+                idx = self.ctl.create_topic(req["name"], req["partitions"], req["replication_factor"], uuid.uuid4().hex)
+            else:
+                return {"ok": False, "error": f"unknown op {op!r}"}
+            self._send(self.ctl.raft.flush())
+            return {"ok": True, "index": idx}
+        except ControllerError as e:
+            return {"ok": False, "error": e.kafka_error, "message": str(e), "leader": self.ctl.raft.leader}
+        except KeyError as e:
+            return {"ok": False, "error": f"missing field {e}"}
+        except ValueError as e:
+            return {"ok": False, "error": "INVALID_REQUEST", "message": str(e)}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        host, port = self.voters[self.node_id]
+        server = await asyncio.start_server(self._serve, host, port)
+        log.info("controller %s listening on %s:%s", self.node_id, host, port)
+        async with server:
+            while not stop.is_set():
+                self._send(self.ctl.tick(self.now_ms()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.005)
+
+
+@click.command()
+@click.option("--node-id", type=int, required=True)
+@click.option("--voters", required=True, help="ID@HOST:PORT,... of every quorum member.")
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--session-timeout-ms", type=int, default=9000, show_default=True)
+def main(node_id: int, voters: str, data_dir: Path, session_timeout_ms: int) -> None:
+    """Run one controller quorum member."""
+    logging.basicConfig(level=logging.INFO)
+    parsed = parse_voters(voters)
+    if node_id not in parsed:
+        raise click.BadParameter(f"--node-id {node_id} is not among the voters {sorted(parsed)}")
+    node = TcpController(node_id, parsed, data_dir, session_timeout_ms=session_timeout_ms)
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await node.run(stop)
+
+    asyncio.run(go())
+
+
+if __name__ == "__main__":
+    main()

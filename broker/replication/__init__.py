@@ -1,0 +1,1 @@
+"""Pure partition replication state: LEOs, high watermark, ISR, purgatory, follower truncation."""

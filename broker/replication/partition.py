@@ -1,0 +1,133 @@
+"""The leader's view of one partition's replicas (Kafka's `Partition` on the leader side).
+
+Clock-free: every call takes `now_ms`. The leader records each follower fetch (`on_follower_fetch`:
+the fetch offset is that follower's log end offset), and the state derives:
+- the high watermark = min LEO over the ISR (never moves backwards);
+- ISR shrink: an ISR follower that has not caught up to the leader's LEO within
+  `replica.lag.time.max.ms` is proposed for removal;
+- ISR expand: a follower whose LEO reaches the high watermark (and the current epoch's start) is
+  proposed for addition.
+ISR changes are *proposals* (`pending_isr`): the controller must accept them (AlterPartition) and
+the result comes back through `apply_leader_and_isr`, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.replication.errors import (
+    FencedLeaderEpoch,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
+    UnknownLeaderEpoch,
+)
+
+
+@dataclass
+class ReplicaState:
+    leo: int = 0
+    last_caught_up_ms: int = 0  # last time this replica's LEO reached the leader's LEO
+
+
+@dataclass
+class PartitionReplication:
+    leader_id: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30_000
+    leader_epoch_start_offset: int = 0
+    high_watermark: int = 0
+    replica_state: dict[int, ReplicaState] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for r in self.replicas:
+            self.replica_state.setdefault(r, ReplicaState())
+
+    @property
+    def leader_leo(self) -> int:
+        return self.replica_state[self.leader_id].leo
+
+    def check_epoch(self, epoch: int) -> None:
+        """Validate a client's or follower's `current_leader_epoch` (-1 = not given)."""
+        if epoch == -1 or epoch == self.leader_epoch:
+            return
+        if epoch < self.leader_epoch:
+            raise FencedLeaderEpoch(f"request epoch {epoch} is older than the leader epoch {self.leader_epoch}")
+        raise UnknownLeaderEpoch(f"request epoch {epoch} is newer than the leader epoch {self.leader_epoch}")
+
+    def check_produce(self, acks: int) -> None:
+        """Before append: acks=all needs at least min.insync.replicas in the ISR."""
+        if acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise NotEnoughReplicas(
+                f"ISR {list(self.isr)} has {len(self.isr)} replicas, fewer than min.insync.replicas="
+                f"{self.min_insync_replicas}"
+            )
+
+    def on_leader_append(self, new_leo: int, now_ms: int) -> bool:
+        """The leader appended up to `new_leo`; returns whether the high watermark moved."""
+        st = self.replica_state[self.leader_id]
+        st.leo = new_leo
+        st.last_caught_up_ms = now_ms
+        return self._update_hw()
+
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+        """A follower fetched from `fetch_offset` (its LEO); returns whether the high watermark moved."""
+        if replica_id not in self.replica_state:
+            raise NotLeaderOrFollower(f"broker {replica_id} is not a replica of this partition {self.replicas}")
+        st = self.replica_state[replica_id]
+        st.leo = min(fetch_offset, self.leader_leo)
+        if st.leo >= self.leader_leo:
+            st.last_caught_up_ms = now_ms
+        return self._update_hw()
+
+    def _update_hw(self) -> bool:
+        new = min(self.replica_state[r].leo for r in self.isr)
+        if new > self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    def pending_isr(self, now_ms: int) -> tuple[int, ...] | None:
+        """The ISR the leader should propose to the controller now, or None when it is right."""
+        keep = [
+            r for r in self.isr
+            if r == self.leader_id or now_ms - self.replica_state[r].last_caught_up_ms <= self.replica_lag_time_max_ms
+        ]
+        # A follower rejoins once it has everything the ISR has acknowledged and all of this epoch's start.
+        join = [
+            r for r in self.replicas
+            if r not in self.isr
+            and self.replica_state[r].leo >= max(self.high_watermark, self.leader_epoch_start_offset)
+            and now_ms - self.replica_state[r].last_caught_up_ms <= self.replica_lag_time_max_ms
+        ]
+        new = tuple(r for r in self.replicas if r in keep or r in join)
+        return None if set(new) == set(self.isr) else new
+
+    def acks_all_satisfied(self, required_offset: int) -> bool:
+        """An acks=all produce ending at `required_offset` completes when the HW passes it."""
+        return self.high_watermark >= required_offset
+
+    def acks_all_done(self, required_offset: int) -> bool:
+        """Whether an acks=all produce ending at `required_offset` can be answered now.
+
+        Raises `NotEnoughReplicasAfterAppend` when the HW passed it only because the ISR shrank
+        below min.insync.replicas: the data is written but not as durable as the producer asked.
+        """
+        if not self.acks_all_satisfied(required_offset):
+            return False
+        if len(self.isr) < self.min_insync_replicas:
+            raise NotEnoughReplicasAfterAppend(
+                f"written, but the ISR {list(self.isr)} shrank below min.insync.replicas={self.min_insync_replicas}"
+            )
+        return True
+
+    def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...]) -> None:
+        """The controller accepted an ISR (or leader epoch) change."""
+        if leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpoch(f"stale LeaderAndIsr: epoch {leader_epoch} < {self.leader_epoch}")
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self._update_hw()

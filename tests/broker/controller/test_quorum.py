@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from broker.controller.errors import InvalidReplicationFactor, NotController
+from broker.controller.quorum import QuorumController
+from broker.controller.raft import MemoryStorage, Outgoing
+
+
+class Sim:
+    """Three controllers over a lossless in-process network with a shared millisecond clock."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.down: set[int] = set()
+        self.stores = {v: MemoryStorage() for v in (1, 2, 3)}
+        self.nodes = {v: self._make(v) for v in (1, 2, 3)}
+        self.queue: list[tuple[int, Outgoing]] = []
+
+    def _make(self, v: int) -> QuorumController:
+        q = QuorumController(v, [1, 2, 3], self.stores[v], session_timeout_ms=500)
+        q.raft._rng = random.Random(v)
+        return q
+
+    def run(self, ms: int) -> None:
+        for _ in range(ms):
+            self.now += 1
+            queue, self.queue = self.queue, []
+            for src, o in queue:
+                if o.to not in self.down and src not in self.down:
+                    self.queue += [(o.to, x) for x in self.nodes[o.to].receive(o.message)]
+            for v, q in self.nodes.items():
+                if v not in self.down:
+                    self.queue += [(v, x) for x in q.tick(self.now)]
+
+    def active(self) -> QuorumController:
+        return next(q for v, q in self.nodes.items() if v not in self.down and q.is_active)
+
+
+def test_brokers_fenced_after_session_timeout_and_leaders_move() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    for b in (1, 2, 3):
+        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(20)
+    with pytest.raises(InvalidReplicationFactor):
+        ctl.create_topic("t", 3, 4, "id-t")
+    ctl.create_topic("t", 3, 3, "id-t")
+    sim.run(100)  # followers learn the commit index with the next append (heartbeat every 50 ms)
+    for q in sim.nodes.values():
+        assert q.state.snapshot() == ctl.state.snapshot()
+    # Brokers 1 and 2 heartbeat; broker 3 goes silent and is fenced after the session timeout.
+    for _ in range(10):
+        sim.active().heartbeat(1)
+        sim.active().heartbeat(2)
+        sim.run(100)
+    state = sim.active().state
+    assert state.brokers[3].fenced and not state.brokers[1].fenced
+    for p in state.topics["t"].partitions:
+        assert p.leader in (1, 2) and 3 not in p.isr
+
+
+def test_controller_failover_keeps_metadata() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    ctl.register_broker(1, "127.0.0.1", 9001, "a", "x")
+    sim.run(20)
+    ctl.create_topic("t", 1, 1, "id-t")
+    sim.run(20)
+    sim.down.add(ctl.raft.id)
+    follower = next(q for v, q in sim.nodes.items() if v != ctl.raft.id)
+    with pytest.raises(NotController):
+        follower.create_topic("u", 1, 1, "id-u")
+    sim.run(700)
+    new = sim.active()
+    assert new.raft.id != ctl.raft.id and "t" in new.state.topics
+    new.heartbeat(1)  # brokers heartbeat to whichever controller is active (unfences if needed)
+    sim.run(100)
+    new.heartbeat(1)
+    sim.run(100)
+    assert not new.state.brokers[1].fenced
+    new.create_topic("u", 1, 1, "id-u")
+    sim.run(20)
+    sim.down.clear()
+    sim.nodes[ctl.raft.id] = sim._make(ctl.raft.id)  # restart from its storage
+    sim.run(300)
+    assert set(sim.nodes[ctl.raft.id].state.topics) == {"t", "u"}
+
+
+def test_config_changes_replicate_and_bad_resources_are_named() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    ctl.alter_config("cluster", "unclean.leader.election.enable", "false")
+    ctl.alter_config("broker:1", "log.retention.ms", "5")
+    sim.run(100)
+    ctl.alter_config("broker:1", "log.retention.ms", None)
+    sim.run(100)
+    for q in sim.nodes.values():
+        assert q.state.configs == {"cluster": {"unclean.leader.election.enable": "false"}, "broker:1": {}}
+    with pytest.raises(ValueError, match="must be broker:<id>, topic:<name> or cluster"):
+        ctl.alter_config("group:g", "k", "v")
+    assert [d["kind"] for _, d in ctl.committed_records(0)][-1] == "config_change"
