@@ -35,6 +35,7 @@ class DiskPartitionLog:
         self._epochs = self._load_epochs()
         self._unflushed = 0
         self._last_flush = time.monotonic()
+        self._closed = False
         self.recovery_point = self.log_end_offset
         (directory / CLEAN_SHUTDOWN).unlink(missing_ok=True)
         self._checkpoint()
@@ -243,6 +244,9 @@ class DiskPartitionLog:
         self._checkpoint()
 
     def close(self) -> None:
+        if self._closed:
+            return  # callers may close through the handler and again through the store
+        self._closed = True
         self._segments[-1].seal()
         self.flush()
         for segment in self._segments:
