@@ -140,9 +140,13 @@ class DiskPartitionLog:
             self.roll()
 
     def roll(self) -> None:
+        # Order matters for crash safety: seal and fsync the old segment, then record it as the
+        # recovery point, then create the new files (recovery removes half-created ones).
         active = self._segments[-1]
         active.seal()
         active.flush(True)
+        self.recovery_point = max(self.recovery_point, active.next_offset)
+        self._checkpoint()
         self._segments.append(Segment(self.directory, active.next_offset, self.config.index_interval_bytes))
 
     def _maybe_flush(self) -> None:

@@ -45,6 +45,8 @@ class Segment:
         self._file = self.path.open("ab")
         self.fd = os.open(self.path, os.O_RDONLY)
         self.size = os.fstat(self._file.fileno()).st_size
+        stem = directory / segment_name(base_offset)
+        self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
         self.index = OffsetIndex(directory / f"{segment_name(base_offset)}.index", base_offset)
         self.time_index = TimeIndex(directory / f"{segment_name(base_offset)}.timeindex", base_offset)
         self.index_interval = index_interval
@@ -56,7 +58,9 @@ class Segment:
 
     def load(self, *, verify: bool) -> bool:
         """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean."""
-        indexes_ok = self.index.load() and self.time_index.load()
+        indexes_ok = self._had_indexes and self.index.load() and self.time_index.load()
+        if indexes_ok and not len(self.index) and self.size > 2 * self.index_interval:
+            indexes_ok = False  # an index emptied by damage: a log this long must have entries
         if indexes_ok and not verify:
             self._load_from_indexes()
             return True
