@@ -63,7 +63,7 @@ def _record_lines(data: bytes, header: records.BatchHeader, print_data: bool) ->
         stamp = f"LogAppendTime: {header.max_timestamp}" if log_append else f"CreateTime: {timestamp}"
         line = (f"| offset: {offset} {stamp} keySize: {-1 if key is None else len(key)} "
                 f"valueSize: {-1 if value is None else len(value)} sequence: {sequence} "
-                f"headerKeys: [{', '.join(keys)}]")
+                f"headerKeys: [{','.join(keys)}]")
         if print_data:
             if key is not None:
                 line += f" key: {key.decode('utf-8', 'replace')}"
@@ -110,16 +110,23 @@ def dump_log(path: Path, deep: bool, print_data: bool) -> Iterator[str]:
 
 def dump_index(path: Path) -> Iterator[str]:
     base = int(path.stem)
-    for relative, position in offset_index.ENTRY.iter_unpack(_whole_entries(path, offset_index.ENTRY)):
-        if relative == 0 and position == 0 and base != 0:
-            break  # preallocated, unused tail of a Kafka index
+    if path.stat().st_size < offset_index.ENTRY.size:
+        yield f"{path} is empty."
+        return
+    entries = offset_index.ENTRY.iter_unpack(_whole_entries(path, offset_index.ENTRY))
+    for i, (relative, position) in enumerate(entries):
+        if relative == 0 and i > 0:
+            break  # the preallocated, zero-filled tail of an active Kafka index
         yield f"offset: {base + relative} position: {position}"
 
 
 def dump_time_index(path: Path) -> Iterator[str]:
     base = int(path.stem)
-    for stamp, relative in time_index.ENTRY.iter_unpack(_whole_entries(path, time_index.ENTRY)):
-        if stamp == 0 and relative == 0:
+    if path.stat().st_size < time_index.ENTRY.size:
+        yield f"{path} is empty."
+        return
+    for i, (stamp, relative) in enumerate(time_index.ENTRY.iter_unpack(_whole_entries(path, time_index.ENTRY))):
+        if relative == 0 and i > 0:
             break
         yield f"timestamp: {stamp} offset: {base + relative}"
 
