@@ -11,54 +11,21 @@ import crc32c
 
 from broker.protocol import records
 from broker.storage import offset_index, time_index
+from broker.storage.record_view import iter_records
 from broker.storage.segment import scan
 
 _CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DELETE_HORIZON_FLAG = 0x40
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def varint(self) -> int:
-        shift = result = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return (result >> 1) ^ -(result & 1)
-            shift += 7
-
-    def blob(self) -> bytes | None:
-        size = self.varint()
-        if size < 0:
-            return None
-        value = self.data[self.pos : self.pos + size]
-        self.pos += size
-        return value
-
-
 def _record_lines(data: bytes, header: records.BatchHeader, print_data: bool) -> Iterator[str]:
     if header.compression:
         yield f"| (records compressed with {_CODECS.get(header.compression, '?')}: not decoded)"
         return
-    reader = _Reader(data[records.HEADER_SIZE :])
     log_append = header.attributes & records.LOG_APPEND_TIME_FLAG
-    for _ in range(header.record_count):
-        length = reader.varint()
-        end = reader.pos + length
-        reader.pos += 1
-        timestamp = header.base_timestamp + reader.varint()
-        offset = header.base_offset + reader.varint()
-        key, value = reader.blob(), reader.blob()
-        keys = []
-        for _ in range(reader.varint()):
-            name = reader.blob()
-            reader.blob()
-            keys.append((name or b"").decode("utf-8", "replace"))
-        reader.pos = end
+    for record in iter_records(data, header):
+        offset, timestamp, key, value = record.offset, record.timestamp, record.key, record.value
+        keys = record.header_keys
         sequence = -1 if header.base_sequence < 0 else header.base_sequence + offset - header.base_offset
         stamp = f"LogAppendTime: {header.max_timestamp}" if log_append else f"CreateTime: {timestamp}"
         line = (f"| offset: {offset} {stamp} keySize: {-1 if key is None else len(key)} "

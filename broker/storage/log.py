@@ -42,7 +42,7 @@ class DiskPartitionLog:
 
     # -- recovery ---------------------------------------------------------------------------
     def _recover(self, clean: bool, recovery_point: int) -> None:
-        for tmp in self.directory.glob("*.tmp"):
+        for tmp in [*self.directory.glob("*.tmp"), *self.directory.glob("*.cleaned")]:
             tmp.unlink()  # a half-written checkpoint or index rewrite; the real file is intact
         for stray in self.directory.glob("*.index"):
             if not stray.with_suffix(".log").exists():
@@ -51,22 +51,24 @@ class DiskPartitionLog:
             if not stray.with_suffix(".log").exists():
                 stray.unlink()
         bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
-        expected: int | None = None
+        # Segments may leave offset gaps (compaction, deleted records) but never overlap. After the
+        # first damaged segment nothing is trusted: later segments are removed.
+        expected = 0
+        damaged = False
         for base in bases:
             segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            if expected is not None and base != expected:
-                segment.delete()  # a gap or overlap: everything after the damage goes
+            if damaged or base < expected:
+                segment.delete()
                 continue
             verify = not clean or segment.base_offset >= recovery_point or base == bases[-1]
             intact = segment.load(verify=verify)
-            if segment.size == 0 and self._segments:
-                segment.delete()
-                expected = -1  # nothing valid beyond this point
+            if segment.size == 0 and base != bases[-1]:
+                segment.delete()  # an empty closed segment (e.g. crash mid-roll): nothing to keep
+                damaged = damaged or not intact
                 continue
             self._segments.append(segment)
             expected = segment.next_offset
-            if not intact:
-                expected = -1
+            damaged = not intact
         if not self._segments:
             self._segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
 
@@ -219,6 +221,23 @@ class DiskPartitionLog:
         self._checkpoint()
         return self._start
 
+    def replace_segment(self, segment: Segment, content: bytes) -> None:
+        """Swap a closed segment's content (the cleaner's output): write `.cleaned`, fsync, rename over."""
+        index = self._segments.index(segment)
+        cleaned = segment.path.with_name(segment.path.name + ".cleaned")
+        with cleaned.open("wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        segment.close()
+        segment.index.path.unlink(missing_ok=True)
+        segment.time_index.path.unlink(missing_ok=True)
+        cleaned.replace(segment.path)
+        fresh = Segment(self.directory, segment.base_offset, self.config.index_interval_bytes)
+        fresh.load(verify=True)
+        fresh.seal()
+        self._segments[index] = fresh
+
     def delete_segments(self, count: int) -> None:
         """Used by retention: drop the `count` oldest segments, moving the log start offset."""
         for _ in range(count):
@@ -227,21 +246,20 @@ class DiskPartitionLog:
         self._checkpoint()
 
     def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (like Kafka, the whole batch holding it)."""
         if offset >= self.log_end_offset:
             return
+        if offset <= self._segments[0].base_offset:
+            for segment in self._segments:  # nothing left: start over at `offset`
+                segment.delete()
+            self._segments = [Segment(self.directory, offset, self.config.index_interval_bytes)]
+            self._start = offset
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._segments.pop().delete()
         segment = self._segments[-1]
         cut = segment.position_of(offset)
-        if cut is not None and segment.size:
-            position = cut[0]
-            header = next(segment.batches(position))
-            if header.base_offset < offset:
-                position += header.length  # whole batches: keep the one holding offset-1
-            segment.truncate_to_position(position)
-        if segment.size == 0 and segment.base_offset != offset:
-            segment.delete()
-            self._segments[-1] = Segment(self.directory, max(offset, self._start), self.config.index_interval_bytes)
+        if cut is not None:
+            segment.truncate_to_position(cut[0])
         self._start = min(self._start, self.log_end_offset)
         self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
         self.recovery_point = min(self.recovery_point, self.log_end_offset)

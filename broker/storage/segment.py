@@ -61,8 +61,7 @@ class Segment:
         indexes_ok = self._had_indexes and self.index.load() and self.time_index.load()
         if indexes_ok and not len(self.index) and self.size > 2 * self.index_interval:
             indexes_ok = False  # an index emptied by damage: a log this long must have entries
-        if indexes_ok and not verify:
-            self._load_from_indexes()
+        if indexes_ok and not verify and self._load_from_indexes():
             return True
         valid_end = 0
         self.index.offsets, self.index.positions = [], []
@@ -78,16 +77,21 @@ class Segment:
             self.truncate_to_position(valid_end)
         return clean
 
-    def _load_from_indexes(self) -> None:
+    def _load_from_indexes(self) -> bool:
         # Only the tail after the last index entry needs a walk to find the next offset.
         start = self.index.positions[-1] if len(self.index) else 0
         if len(self.time_index):
             self.max_timestamp = self.time_index.timestamps[-1]
             self._max_ts_offset = self.base_offset + self.time_index.offsets[-1]
+        if start >= self.size and self.size:
+            return False  # the index points past the end of the log: rebuild
+        end = start
         for header in scan(self.fd, start, self.size, verify=False):
             self.next_offset = header.base_offset + header.last_offset_delta + 1
+            end = header.position + header.length
             if header.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self._max_ts_offset = header.max_timestamp, self.next_offset - 1
+        return end == self.size  # a torn tail means a full, verifying walk
 
     def _track(self, header: records.BatchHeader, position: int) -> None:
         # Kafka's rule: index a batch (by its last offset) once more than index.interval.bytes were
