@@ -181,10 +181,11 @@ class DiskPartitionLog:
             position, first = found
             size = first
             # Whole batches only; the first one even above max_bytes (like Kafka).
-            for header in segment.batches(position + first):
-                if size + header.length > max_bytes:
-                    break
-                size += header.length
+            if size < max_bytes:
+                for header in segment.batches(position + first):
+                    if size + header.length > max_bytes:
+                        break
+                    size += header.length
             return ReadResult((FileRange(str(segment.path), position, size),), size)
         return ReadResult((), 0)
 
