@@ -12,6 +12,7 @@ from broker.log_store import AppendResult, FileRange, ReadResult, TimestampOffse
 from broker.protocol import records
 from broker.storage import checkpoint
 from broker.storage.config import StorageConfig
+from broker.storage.producer_state import ProducerStateTable
 from broker.storage.segment import Segment
 from broker.storage.validation import validate_batches
 
@@ -33,6 +34,7 @@ class DiskPartitionLog:
         self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
         self._start = min(self._start, self.log_end_offset)
         self._epochs = self._load_epochs()
+        self.producers = self._load_producers()
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self._closed = False
@@ -77,6 +79,15 @@ class DiskPartitionLog:
         if epochs is None or not self.recovered_unclean:
             return epochs or []
         return [(e, o) for e, o in epochs if o < self.log_end_offset]
+
+    def _load_producers(self) -> ProducerStateTable:
+        table, offset = ProducerStateTable.load(self.directory, self.log_end_offset)
+        for segment in self._segments:
+            if segment.next_offset > offset:
+                for header in segment.batches():
+                    if header.base_offset + header.last_offset_delta >= offset:
+                        table.update(header)
+        return table
 
     def _checkpoint(self) -> None:
         checkpoint.write_offsets(self.directory / STATE, {
@@ -128,6 +139,8 @@ class DiskPartitionLog:
         active = self._segments[-1]
         # headers are relative to the slice they came from; shift them to their place in `buffer`
         active.append(buffer, [_at(h, g.position) for h, g in zip(patched, headers, strict=True)])
+        for header in patched:
+            self.producers.update(header)
         self._unflushed += next_offset - base
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, append_time, self._start)
@@ -263,6 +276,7 @@ class DiskPartitionLog:
             segment.truncate_to_position(cut[0])
         self._start = min(self._start, self.log_end_offset)
         self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
+        self.producers = self._load_producers()
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._checkpoint()
 
@@ -272,6 +286,7 @@ class DiskPartitionLog:
         self._closed = True
         self._segments[-1].seal()
         self.flush()
+        self.producers.write_snapshot(self.directory, self.log_end_offset)
         for segment in self._segments:
             segment.close()
         checkpoint.write_atomic(self.directory / CLEAN_SHUTDOWN, "")
