@@ -132,7 +132,7 @@ class DiskPartitionLog:
             patched.append(next(records.iter_batches(
                 memoryview(buffer)[header.position : header.position + header.length], verify_crc=False)))
             next_offset += header.last_offset_delta + 1
-        self._maybe_roll(len(buffer), max(h.max_timestamp for h in patched))
+        self._maybe_roll(len(buffer))
         if not self._epochs or self._epochs[-1][0] < leader_epoch:
             self._epochs.append((leader_epoch, base))
             checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
@@ -145,7 +145,7 @@ class DiskPartitionLog:
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, append_time, self._start)
 
-    def _maybe_roll(self, incoming: int, max_timestamp: int) -> None:
+    def _maybe_roll(self, incoming: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
             return
