@@ -60,10 +60,12 @@ def start(
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from broker.log_store import MemoryLogStore
     from broker.server import BrokerServer
+    from broker.storage.store import DiskLogStore
 
-    server = BrokerServer(config, MemoryLogStore())
+    # Partitions live on disk as Kafka lays them out (<data dir>/<topic>-<partition>/), so they survive restarts.
+    store = DiskLogStore(config.data_dir)
+    server = BrokerServer(config, store)
     try:
         await server.start()
     except OSError as exc:
@@ -74,8 +76,25 @@ async def _serve(config: BrokerConfig) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
-    await server.close()
+    await server.close()  # closes the store: flush, clean-shutdown markers
     return 0
+
+
+@main.command("dump-log-segments")
+@click.option("--files", "files", required=True, multiple=True,
+              help="A .log, .index or .timeindex segment file; repeatable (comma-separated also accepted).")
+@click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
+@click.option("--print-data-log", is_flag=True, help="Print record keys and payloads (implies --deep-iteration).")
+def dump_log_segments(files: tuple[str, ...], deep_iteration: bool, print_data_log: bool) -> None:
+    """Print segment files as Kafka's kafka-dump-log (DumpLogSegments) does."""
+    from broker.storage.dump import dump_file
+
+    try:
+        for path in (Path(name) for group in files for name in group.split(",") if name):
+            for line in dump_file(path, deep_iteration, print_data_log):
+                click.echo(line)
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 if __name__ == "__main__":

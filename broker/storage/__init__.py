@@ -1,0 +1,1 @@
+"""Kafka-format partition storage: segments, indexes, checkpoints, recovery, retention. No networking."""

@@ -1,0 +1,300 @@
+"""A partition log on disk: segments, offsets, reads as file ranges, truncation, recovery on open."""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from broker.log_store import AppendResult, FileRange, ReadResult, TimestampOffset
+from broker.protocol import records
+from broker.storage import checkpoint
+from broker.storage.config import StorageConfig
+from broker.storage.producer_state import ProducerStateTable
+from broker.storage.segment import Segment
+from broker.storage.validation import validate_batches
+
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+STATE = "partition-state-checkpoint"  # recovery-point, log-start-offset, high-watermark
+EPOCHS = "leader-epoch-checkpoint"
+
+
+class DiskPartitionLog:
+    def __init__(self, directory: Path, config: StorageConfig) -> None:
+        self.directory = directory
+        self.config = config
+        directory.mkdir(parents=True, exist_ok=True)
+        state = checkpoint.read_offsets(directory / STATE)
+        clean = (directory / CLEAN_SHUTDOWN).exists()
+        self.recovered_unclean = not clean
+        self._segments: list[Segment] = []
+        self._recover(clean, state.get("recovery-point", 0))
+        self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
+        self._start = min(self._start, self.log_end_offset)
+        self._epochs = self._load_epochs()
+        self.producers = self._load_producers()
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+        self._closed = False
+        self.recovery_point = self.log_end_offset
+        (directory / CLEAN_SHUTDOWN).unlink(missing_ok=True)
+        self._checkpoint()
+
+    # -- recovery ---------------------------------------------------------------------------
+    def _recover(self, clean: bool, recovery_point: int) -> None:
+        for tmp in [*self.directory.glob("*.tmp"), *self.directory.glob("*.cleaned")]:
+            tmp.unlink()  # a half-written checkpoint or index rewrite; the real file is intact
+        for stray in self.directory.glob("*.index"):
+            if not stray.with_suffix(".log").exists():
+                stray.unlink()  # crash between roll steps: index created, log not
+        for stray in self.directory.glob("*.timeindex"):
+            if not stray.with_suffix(".log").exists():
+                stray.unlink()
+        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
+        # Segments may leave offset gaps (compaction, deleted records) but never overlap. After the
+        # first damaged segment nothing is trusted: later segments are removed.
+        expected = 0
+        damaged = False
+        for base in bases:
+            segment = Segment(self.directory, base, self.config.index_interval_bytes)
+            if damaged or base < expected:
+                segment.delete()
+                continue
+            verify = not clean or segment.base_offset >= recovery_point or base == bases[-1]
+            intact = segment.load(verify=verify)
+            if segment.size == 0 and base != bases[-1]:
+                segment.delete()  # an empty closed segment (e.g. crash mid-roll): nothing to keep
+                damaged = damaged or not intact
+                continue
+            self._segments.append(segment)
+            expected = segment.next_offset
+            damaged = not intact
+        if not self._segments:
+            self._segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
+
+    def _load_epochs(self) -> list[tuple[int, int]]:
+        epochs = checkpoint.read_pairs(self.directory / EPOCHS)
+        if epochs is None or not self.recovered_unclean:
+            return epochs or []
+        return [(e, o) for e, o in epochs if o < self.log_end_offset]
+
+    def _load_producers(self) -> ProducerStateTable:
+        table, offset = ProducerStateTable.load(self.directory, self.log_end_offset)
+        for segment in self._segments:
+            if segment.next_offset > offset:
+                for header in segment.batches():
+                    if header.base_offset + header.last_offset_delta >= offset:
+                        table.update(header)
+        return table
+
+    def _checkpoint(self) -> None:
+        checkpoint.write_offsets(self.directory / STATE, {
+            "recovery-point": self.recovery_point,
+            "log-start-offset": self._start,
+            "high-watermark": self.high_watermark,
+        })
+        checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
+
+    # -- offsets ----------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset  # single replica: everything appended is committed
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self._segments
+
+    @property
+    def leader_epochs(self) -> list[tuple[int, int]]:
+        return list(self._epochs)
+
+    # -- append -----------------------------------------------------------------------------
+    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+        buffer = bytearray(batch_bytes)
+        base = next_offset = self.log_end_offset
+        append_time = int(time.time() * 1000) if self.config.timestamp_type_log_append else -1
+        patched: list[records.BatchHeader] = []
+        for header in headers:
+            records.patch_batch(buffer, header, next_offset, leader_epoch)
+            if append_time >= 0:
+                records.patch_log_append_time(buffer, header, append_time)
+            patched.append(next(records.iter_batches(
+                memoryview(buffer)[header.position : header.position + header.length], verify_crc=False)))
+            next_offset += header.last_offset_delta + 1
+        self._maybe_roll(len(buffer))
+        if not self._epochs or self._epochs[-1][0] < leader_epoch:
+            self._epochs.append((leader_epoch, base))
+            checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
+        active = self._segments[-1]
+        # headers are relative to the slice they came from; shift them to their place in `buffer`
+        active.append(buffer, [_at(h, g.position) for h, g in zip(patched, headers, strict=True)])
+        for header in patched:
+            self.producers.update(header)
+        self._unflushed += next_offset - base
+        self._maybe_flush()
+        return AppendResult(base, next_offset - 1, append_time, self._start)
+
+    def _maybe_roll(self, incoming: int) -> None:
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        age_ms = int(time.time() * 1000) - active.created_ms
+        if (active.size + incoming > self.config.segment_bytes or age_ms > self.config.segment_ms
+                or len(active.index) >= self.config.max_index_entries - 1):
+            self.roll()
+
+    def roll(self) -> None:
+        # Order matters for crash safety: seal and fsync the old segment, then record it as the
+        # recovery point, then create the new files (recovery removes half-created ones).
+        active = self._segments[-1]
+        active.seal()
+        active.flush(True)
+        self.recovery_point = max(self.recovery_point, active.next_offset)
+        self._checkpoint()
+        self._segments.append(Segment(self.directory, active.next_offset, self.config.index_interval_bytes))
+
+    def _maybe_flush(self) -> None:
+        now = time.monotonic()
+        due = (self.config.fsync_every_append or self._unflushed >= self.config.flush_messages
+               or (now - self._last_flush) * 1000 >= self.config.flush_ms)
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        for segment in self._segments:
+            if segment.next_offset > self.recovery_point or segment is self._segments[-1]:
+                segment.flush(True)
+        self.recovery_point = self.log_end_offset
+        self._unflushed = 0
+        self._last_flush = time.monotonic()
+        self._checkpoint()
+
+    # -- read -------------------------------------------------------------------------------
+    def _segment_for(self, offset: int) -> int:
+        return max(bisect.bisect_right([s.base_offset for s in self._segments], offset) - 1, 0)
+
+    def read(self, offset: int, max_bytes: int) -> ReadResult:
+        if offset < self._start or offset >= self.log_end_offset:
+            return ReadResult((), 0)
+        for segment in self._segments[self._segment_for(offset):]:
+            found = segment.position_of(offset)
+            if found is None:
+                continue
+            position, first = found
+            size = first
+            # Whole batches only; the first one even above max_bytes (like Kafka).
+            if size < max_bytes:
+                for header in segment.batches(position + first):
+                    if size + header.length > max_bytes:
+                        break
+                    size += header.length
+            return ReadResult((FileRange(str(segment.path), position, size),), size)
+        return ReadResult((), 0)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            start = segment.index.lookup(segment.time_index.lookup(timestamp))
+            for header in segment.batches(start):
+                last = header.base_offset + header.last_offset_delta
+                if header.max_timestamp < timestamp or last < self._start:
+                    continue
+                if header.compression or header.attributes & records.LOG_APPEND_TIME_FLAG:
+                    return TimestampOffset(header.max_timestamp, max(header.base_offset, self._start))
+                data = _pread(segment, header.position, header.length)
+                local = next(records.iter_batches(data, verify_crc=False))
+                for delta, stamp in records.record_timestamps(data, local):
+                    if stamp >= timestamp and header.base_offset + delta >= self._start:
+                        return TimestampOffset(stamp, header.base_offset + delta)
+        return None
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        best: TimestampOffset | None = None
+        for segment in self._segments:
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.timestamp):
+                best = TimestampOffset(segment.max_timestamp, segment._max_ts_offset)
+        return best
+
+    # -- deletion ---------------------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> int:
+        self._start = max(self._start, min(offset, self.high_watermark))
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._start:
+            self._segments.pop(0).delete()
+        self._checkpoint()
+        return self._start
+
+    def replace_segment(self, segment: Segment, content: bytes) -> None:
+        """Swap a closed segment's content (the cleaner's output): write `.cleaned`, fsync, rename over."""
+        index = self._segments.index(segment)
+        cleaned = segment.path.with_name(segment.path.name + ".cleaned")
+        with cleaned.open("wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        segment.close()
+        segment.index.path.unlink(missing_ok=True)
+        segment.time_index.path.unlink(missing_ok=True)
+        cleaned.replace(segment.path)
+        fresh = Segment(self.directory, segment.base_offset, self.config.index_interval_bytes)
+        fresh.load(verify=True)
+        fresh.seal()
+        self._segments[index] = fresh
+
+    def delete_segments(self, count: int) -> None:
+        """Used by retention: drop the `count` oldest segments, moving the log start offset."""
+        for _ in range(count):
+            self._segments.pop(0).delete()
+        self._start = max(self._start, self._segments[0].base_offset)
+        self._checkpoint()
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset >= `offset` (like Kafka, the whole batch holding it)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset <= self._segments[0].base_offset:
+            for segment in self._segments:  # nothing left: start over at `offset`
+                segment.delete()
+            self._segments = [Segment(self.directory, offset, self.config.index_interval_bytes)]
+            self._start = offset
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._segments.pop().delete()
+        segment = self._segments[-1]
+        cut = segment.position_of(offset)
+        if cut is not None:
+            segment.truncate_to_position(cut[0])
+        self._start = min(self._start, self.log_end_offset)
+        self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
+        self.producers = self._load_producers()
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._checkpoint()
+
+    def close(self) -> None:
+        if self._closed:
+            return  # callers may close through the handler and again through the store
+        self._closed = True
+        self._segments[-1].seal()
+        self.flush()
+        self.producers.write_snapshot(self.directory, self.log_end_offset)
+        for segment in self._segments:
+            segment.close()
+        checkpoint.write_atomic(self.directory / CLEAN_SHUTDOWN, "")
+
+
+def _at(header: records.BatchHeader, position: int) -> records.BatchHeader:
+    return replace(header, position=position)
+
+
+def _pread(segment: Segment, position: int, length: int) -> bytes:
+    return os.pread(segment.fd, length, position)

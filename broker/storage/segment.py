@@ -1,0 +1,163 @@
+"""One segment: `<20-digit base>.log` plus its `.index` and `.timeindex`."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import crc32c
+
+from broker.protocol import records
+from broker.storage.offset_index import OffsetIndex
+from broker.storage.time_index import TimeIndex
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+def scan(fd: int, start: int, end: int, *, verify: bool) -> Iterator[records.BatchHeader]:
+    """Batch headers from `start`; stops (without raising) at the first incomplete or invalid batch."""
+    position = start
+    while end - position >= records.HEADER_SIZE:
+        raw = os.pread(fd, records.HEADER_SIZE, position)
+        fields = records.HEADER.unpack(raw)
+        length = fields[1] + records.LOG_OVERHEAD
+        if fields[3] != 2 or length < records.HEADER_SIZE or position + length > end:
+            return
+        header = records.BatchHeader(position, fields[0], length, *fields[2:])
+        if header.last_offset_delta < 0 or header.record_count < 0:
+            return
+        if verify:
+            body = os.pread(fd, length - 21, position + 21)
+            if len(body) != length - 21 or crc32c.crc32c(body) != header.crc:
+                return
+        yield header
+        position += length
+
+
+class Segment:
+    def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
+        self.base_offset = base_offset
+        self.path = directory / f"{segment_name(base_offset)}.log"
+        self._file = self.path.open("ab")
+        self.fd = os.open(self.path, os.O_RDONLY)
+        self.size = os.fstat(self._file.fileno()).st_size
+        stem = directory / segment_name(base_offset)
+        self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
+        self.index = OffsetIndex(directory / f"{segment_name(base_offset)}.index", base_offset)
+        self.time_index = TimeIndex(directory / f"{segment_name(base_offset)}.timeindex", base_offset)
+        self.index_interval = index_interval
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.created_ms = int(time.time() * 1000)
+        self._since_index = 0
+        self._max_ts_offset = base_offset
+
+    def load(self, *, verify: bool) -> bool:
+        """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean."""
+        indexes_ok = self._had_indexes and self.index.load() and self.time_index.load()
+        if indexes_ok and not len(self.index) and self.size > 2 * self.index_interval:
+            indexes_ok = False  # an index emptied by damage: a log this long must have entries
+        if indexes_ok and not verify and self._load_from_indexes():
+            return True
+        valid_end = 0
+        self.index.offsets, self.index.positions = [], []
+        self.time_index.timestamps, self.time_index.offsets = [], []
+        self._since_index, self.max_timestamp, self.next_offset = 0, -1, self.base_offset
+        for header in scan(self.fd, 0, self.size, verify=True):
+            self._track(header, header.position)
+            valid_end = header.position + header.length
+        self.index.rewrite()
+        self.time_index.rewrite()
+        clean = valid_end == self.size
+        if not clean:
+            self.truncate_to_position(valid_end)
+        return clean
+
+    def _load_from_indexes(self) -> bool:
+        # Only the tail after the last index entry needs a walk to find the next offset.
+        start = self.index.positions[-1] if len(self.index) else 0
+        if len(self.time_index):
+            self.max_timestamp = self.time_index.timestamps[-1]
+            self._max_ts_offset = self.base_offset + self.time_index.offsets[-1]
+        if start >= self.size and self.size:
+            return False  # the index points past the end of the log: rebuild
+        end = start
+        for header in scan(self.fd, start, self.size, verify=False):
+            self.next_offset = header.base_offset + header.last_offset_delta + 1
+            end = header.position + header.length
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self._max_ts_offset = header.max_timestamp, self.next_offset - 1
+        return end == self.size  # a torn tail means a full, verifying walk
+
+    def _track(self, header: records.BatchHeader, position: int) -> None:
+        # Kafka's rule: index a batch (by its last offset) once more than index.interval.bytes were
+        # written since the previous entry; the time index gets the max timestamp seen so far then.
+        last = header.base_offset + header.last_offset_delta
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self._max_ts_offset = last
+        if self._since_index > self.index_interval:
+            self.index.append(last, position)
+            self.time_index.maybe_append(self.max_timestamp, self._max_ts_offset)
+            self._since_index = 0
+        self._since_index += header.length
+        self.next_offset = last + 1
+
+    def seal(self) -> None:
+        """On roll or clean close Kafka writes a final time index entry for the segment's max timestamp."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self._max_ts_offset)
+
+    def append(self, data: bytes | bytearray, headers: list[records.BatchHeader]) -> None:
+        start = self.size
+        self._file.write(data)
+        self._file.flush()
+        for header in headers:
+            self._track(header, start + header.position)
+        self.size += len(data)
+
+    def batches(self, start: int = 0) -> Iterator[records.BatchHeader]:
+        return scan(self.fd, start, self.size, verify=False)
+
+    def position_of(self, offset: int) -> tuple[int, int] | None:
+        """(position, size) of the batch holding `offset` or the first one after it."""
+        for header in self.batches(self.index.lookup(offset)):
+            if header.base_offset + header.last_offset_delta >= offset:
+                return header.position, header.length
+        return None
+
+    def truncate_to_position(self, position: int) -> None:
+        self._file.flush()
+        os.truncate(self.path, position)
+        self.size = position
+        self.index.truncate_to_position(position)
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        for header in self.batches():
+            self.next_offset = header.base_offset + header.last_offset_delta + 1
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self._max_ts_offset = header.max_timestamp, self.next_offset - 1
+        self.time_index.truncate_to_offset(self.next_offset)
+
+    def flush(self, fsync: bool) -> None:
+        self._file.flush()
+        self.index.flush()
+        self.time_index.flush()
+        if fsync:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self.flush(False)
+        self._file.close()
+        os.close(self.fd)
+        self.index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.path, self.index.path, self.time_index.path):
+            path.unlink(missing_ok=True)

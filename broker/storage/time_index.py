@@ -1,0 +1,66 @@
+"""`.timeindex`: 12-byte entries (timestamp i64, relative offset i32), both non-decreasing."""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from pathlib import Path
+
+ENTRY = struct.Struct(">qi")
+
+
+class TimeIndex:
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.timestamps: list[int] = []
+        self.offsets: list[int] = []  # relative
+        self._file = path.open("ab")
+
+    def load(self) -> bool:
+        data = self.path.read_bytes() if self.path.exists() else b""
+        if len(data) % ENTRY.size:
+            return False
+        stamps: list[int] = []
+        offsets: list[int] = []
+        for stamp, relative in ENTRY.iter_unpack(data):
+            if stamps and (stamp <= stamps[-1] or relative < offsets[-1]):
+                return False
+            stamps.append(stamp)
+            offsets.append(relative)
+        self.timestamps, self.offsets = stamps, offsets
+        return True
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        """Kafka only records a new entry when the segment's max timestamp grows."""
+        if self.timestamps and timestamp <= self.timestamps[-1]:
+            return
+        self.timestamps.append(timestamp)
+        self.offsets.append(offset - self.base_offset)
+        self._file.write(ENTRY.pack(timestamp, offset - self.base_offset))
+
+    def lookup(self, timestamp: int) -> int:
+        """The offset to start scanning from for the first record with timestamp >= `timestamp`."""
+        i = bisect.bisect_left(self.timestamps, timestamp) - 1
+        return self.base_offset + (self.offsets[i] if i >= 0 else 0)
+
+    def truncate_to_offset(self, offset: int) -> None:
+        keep = bisect.bisect_left(self.offsets, offset - self.base_offset)
+        self.timestamps, self.offsets = self.timestamps[:keep], self.offsets[:keep]
+        self.rewrite()
+
+    def rewrite(self) -> None:
+        self._file.close()
+        tmp = self.path.with_suffix(".timeindex.tmp")
+        tmp.write_bytes(b"".join(ENTRY.pack(t, o) for t, o in zip(self.timestamps, self.offsets, strict=True)))
+        tmp.replace(self.path)
+        self._file = self.path.open("ab")
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

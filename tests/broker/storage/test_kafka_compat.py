@@ -1,0 +1,96 @@
+"""Segment files are Kafka's: the reference's files read by our storage and dumped by our tool the same
+way kafka-dump-log dumps them; our files dumped identically by kafka-dump-log."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from broker.protocol import records
+from broker.storage.config import StorageConfig
+from broker.storage.log import DiskPartitionLog
+from lakefeed_testing.kafka_reference import KafkaReference, run_kafka_tool
+from tests.broker.storage.batches import record_batch
+from tests.broker.storage.test_log import read_bytes
+
+pytestmark = pytest.mark.integration
+
+
+def kafka_dump(files: list[Path], *flags: str) -> list[str]:
+    result = run_kafka_tool("kafka-dump-log", "--files", ",".join(map(str, files)), *flags)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.splitlines()
+
+
+def our_dump(files: list[Path], *flags: str) -> list[str]:
+    command = [sys.executable, "-m", "broker.cli", "dump-log-segments", "--files", ",".join(map(str, files)), *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def segment_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
+
+
+def test_reference_segments_are_read_and_dumped_by_us(kafka: KafkaReference, tmp_path: Path) -> None:
+    topic = f"compat-{time.time_ns()}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "1048576"})])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20, "compression.type": "none"})
+    count = 2500
+    for i in range(count):
+        key = None if i % 10 == 0 else f"key-{i}".encode()
+        producer.produce(topic, key=key, value=f"value-{i}-".encode() + b"x" * 1000,
+                         headers=[("h1", b"a"), ("h2", b"b")] if i % 3 == 0 else None, timestamp=1_700_000_000_000 + i)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    source = kafka.data_dir / f"{topic}-0"
+    copy = tmp_path / f"{topic}-0"
+    time.sleep(1)
+    shutil.copytree(source, copy)  # never touch the live reference's files
+    files = segment_files(copy)
+    assert len([p for p in files if p.suffix == ".log"]) >= 2
+
+    log = DiskPartitionLog(copy, StorageConfig())  # no marker of ours: full recovery of Kafka's files
+    assert log.log_end_offset == count
+    offset, seen = 0, 0
+    while offset < count:
+        data = read_bytes(log.read(offset, 1 << 20))
+        headers = list(records.iter_batches(data))  # CRCs verified again here
+        assert headers[0].base_offset <= offset <= headers[0].base_offset + headers[0].last_offset_delta
+        seen += sum(h.record_count for h in headers if h.base_offset >= offset)
+        offset = headers[-1].base_offset + headers[-1].last_offset_delta + 1
+    assert seen == count - 0 and offset == count
+    found = log.offset_for_timestamp(1_700_000_000_000 + 1234)
+    assert found is not None and found.offset == 1234
+    log.close()
+
+    pristine = tmp_path / "pristine"
+    shutil.copytree(source, pristine)
+    files = segment_files(pristine)
+    for flags in ((), ("--deep-iteration",), ("--print-data-log",)):
+        assert our_dump(files, *flags) == kafka_dump(files, *flags)
+
+
+def test_our_segments_are_dumped_identically_by_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
+    del kafka  # the reference's jars are what matter here; the fixture makes sure they are present
+    log = DiskPartitionLog(tmp_path, StorageConfig(segment_bytes=4000, index_interval_bytes=300))
+    for i in range(80):
+        entries = [(None if j == 0 else f"k{i}-{j}".encode(), f"value {i} {j}".encode() * 5) for j in range(4)]
+        log.append(record_batch(entries, base_timestamp=1_600_000_000_000 + i * 1000), leader_epoch=i // 20)
+    log.close()
+    files = segment_files(tmp_path)
+    assert len([p for p in files if p.suffix == ".log"]) >= 3
+    kafka_lines = kafka_dump(files, "--print-data-log")
+    assert any(line.startswith("| offset: 319 ") for line in kafka_lines)
+    assert not any("isvalid: false" in line for line in kafka_lines)
+    assert our_dump(files, "--print-data-log") == kafka_lines
+    assert our_dump(files) == kafka_dump(files)

@@ -1,0 +1,73 @@
+"""`broker start` keeps partitions on disk: data produced before a stop (clean or kill -9) is consumed after."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from lakefeed_testing.net import free_port, port_open, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@contextmanager
+def running_broker(data_dir: Path, port: int, log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(data_dir),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+    with log_path.open("ab") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: process.poll() is None)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=15)
+
+
+def consume_all(port: int, topic: str, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "g-restart",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+            if len(values) >= expected:
+                break
+    finally:
+        consumer.close()
+    return values
+
+
+@pytest.mark.parametrize("stop", ["terminate", "kill"])
+def test_data_survives_restart(tmp_path: Path, stop: str) -> None:
+    port, data_dir, topic = free_port(), tmp_path / "data", "durable"
+    sent = [f"message-{i}".encode() * 20 for i in range(300)]
+    with running_broker(data_dir, port, tmp_path / "broker.log") as process:
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(20)
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 5})
+        for i, value in enumerate(sent):
+            producer.produce(topic, value=value, partition=i % 2)
+        assert producer.flush(20) == 0
+        process.send_signal(signal.SIGTERM if stop == "terminate" else signal.SIGKILL)
+        process.wait(timeout=15)
+    segments = sorted((data_dir / f"{topic}-0").glob("*.log"))
+    assert segments and segments[0].name == "00000000000000000000.log" and segments[0].stat().st_size > 0
+    assert (data_dir / f"{topic}-0" / ".kafka_cleanshutdown").exists() == (stop == "terminate")
+    with running_broker(data_dir, port, tmp_path / "broker.log"):
+        got = consume_all(port, topic, len(sent))
+    assert sorted(got) == sorted(sent)
