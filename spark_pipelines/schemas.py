@@ -69,8 +69,9 @@ class ColumnType:
     """One column's MySQL type as canal-JSON names it, and the Spark type that holds it exactly."""
 
     mysql_type: str
-    kind: str  # how the text value converts: cast, binary, timestamp, zero_date_cast
+    kind: str  # how the text value converts: cast, binary, timestamp, zero_date_cast, enum, set
     spark_type: Any  # pyspark.sql.types.DataType (untyped library)
+    elements: tuple[str, ...] = ()  # ENUM/SET members in definition order
 
     @property
     def sql(self) -> str:
@@ -81,7 +82,12 @@ def column_type(mysql_type: str) -> ColumnType:
     """Map a `mysqlType` value to its Spark type; raise SchemaError for a type we cannot hold."""
     text = mysql_type.strip().lower()
     match = _TYPE_RE.match(text) if not text.startswith(("enum", "set")) else None
-    if text.startswith(("enum(", "set(")) or text in ("enum", "set"):
+    if text.startswith(("enum(", "set(")):
+        # TiCDC sends ENUM as its 1-based index and SET as its bitmask; the elements come with the
+        # type under content-compatible=true, so the pipeline can restore MySQL's text.
+        return ColumnType(mysql_type, "enum" if text.startswith("enum") else "set", T.StringType(),
+                          _elements(mysql_type))
+    if text in ("enum", "set"):
         return ColumnType(mysql_type, "cast", T.StringType())
     if match is None:
         raise SchemaError(f"cannot read mysqlType {mysql_type!r}: expected a MySQL type such as "
@@ -133,8 +139,28 @@ def _decimal(mysql_type: str, args: str | None) -> Any:
     return T.DecimalType(precision, scale)
 
 
+def _elements(mysql_type: str) -> tuple[str, ...]:
+    inner = mysql_type[mysql_type.index("(") + 1 : mysql_type.rindex(")")]
+    return tuple(m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", inner))
+
+
+def _members(value: Column, ctype: ColumnType) -> Column:
+    number = value.cast("long")
+    if ctype.kind == "enum":
+        # Index 0 is MySQL's '' for a value that was not a member.
+        text = F.when(number == 0, F.lit("")).otherwise(
+            F.element_at(F.array(*[F.lit(e) for e in ctype.elements]), number.cast("int")))
+    else:
+        text = F.concat_ws(",", *[F.when(number.bitwiseAND(1 << i) != 0, F.lit(e))
+                                  for i, e in enumerate(ctype.elements)])
+    # Text that is not a number (a producer that sends the member names) passes through unchanged.
+    return F.when(value.rlike("^[0-9]+$"), text).otherwise(value)
+
+
 def typed_value(value: Column, ctype: ColumnType, source_time_zone: str = "UTC") -> Column:
     """Convert a canal-JSON text value to its Spark type (NULL stays NULL; bad text fails the cast)."""
+    if ctype.kind in ("enum", "set"):
+        return _members(value, ctype)
     if ctype.kind == "binary":
         return F.encode(value, "ISO-8859-1")
     if ctype.kind == "timestamp":

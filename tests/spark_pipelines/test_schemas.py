@@ -60,6 +60,8 @@ VALUES: list[tuple[str, str | None, Any]] = [
     ("timestamp", "2024-03-01 08:00:00", dt.datetime(2024, 3, 1, tzinfo=dt.UTC)),
     ("time", "-838:59:59", "-838:59:59"), ("varchar(20)", "héllo ✓", "héllo ✓"),
     ("json", '{"a": [1, 2]}', '{"a": [1, 2]}'), ("enum('a','b')", "b", "b"), ("set('x','y')", "x,y", "x,y"),
+    ("enum('a','b','c d')", "3", "c d"), ("enum('a','it''s')", "2", "it's"), ("enum('a')", "0", ""),
+    ("set('x','y','z')", "5", "x,z"), ("set('x','y')", "0", ""),
     # Binary bytes 0x00 0xff 0x80 'a' arrive as ISO-8859-1 text.
     ("varbinary(8)", "\x00\xff\x80a", bytes([0, 0xFF, 0x80, 0x61])), ("blob", "", b""),
     ("int", None, None),
