@@ -40,6 +40,7 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "offsets.topic.num.partitions": "50",
         "log.segment.bytes": "1073741824",
         "log.retention.hours": "168",
+        "log.retention.check.interval.ms": "300000",
         "log.message.timestamp.type": "CreateTime",
         "min.insync.replicas": "1",
         "cluster.id": "lakefeed-broker-cluster",
@@ -57,6 +58,10 @@ TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = MappingProxyType(
         "retention.ms": "604800000",
         "retention.bytes": "-1",
         "segment.bytes": "log.segment.bytes",
+        "segment.ms": "604800000",
+        "delete.retention.ms": "86400000",
+        "flush.messages": "9223372036854775807",
+        "flush.ms": "9223372036854775807",
     }
 )
 

@@ -21,6 +21,13 @@ class LogConfig:
     max_message_bytes: int = 1048588
     segment_bytes: int = 1 << 30
     timestamp_type_log_append: bool = False
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    cleanup_policy: frozenset[str] = frozenset({"delete"})  # delete, compact, or both
+    delete_retention_ms: int = 24 * 3600 * 1000
+    flush_messages: int = (1 << 63) - 1
+    flush_ms: int = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,8 @@ class PartitionLog(Protocol):
 class LogStore(Protocol):
     def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog: ...
     def delete(self, topic: str, partition: int) -> None: ...
+    def maintain(self, now_ms: int | None = None) -> None:
+        """Retention and compaction of every open log, as each one's cleanup.policy says."""
     def close(self) -> None: ...
 
 
@@ -184,6 +193,9 @@ class MemoryLogStore:
 
     def delete(self, topic: str, partition: int) -> None:
         self._logs.pop((topic, partition), None)
+
+    def maintain(self, now_ms: int | None = None) -> None:
+        pass  # memory logs are for tests; nothing ages out
 
     def close(self) -> None:
         self._logs.clear()

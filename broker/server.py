@@ -63,6 +63,7 @@ class BrokerServer:
             self._serve_connection, listener.host, listener.port, limit=_READ_SIZE
         )
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
+        self._tasks.add(asyncio.create_task(self._maintain_logs()))
         log.info("listening", extra={"host": listener.host, "port": listener.port})
 
     async def close(self) -> None:
@@ -75,6 +76,16 @@ class BrokerServer:
                 await task
         self.state.store.close()
         log.info("stopped")
+
+    async def _maintain_logs(self) -> None:
+        # On the event loop on purpose: appends run there too, so retention never races an append.
+        interval = self.config.int("log.retention.check.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.state.store.maintain()
+            except Exception:
+                log.exception("log maintenance failed; retrying at the next interval")
 
     async def _expire_sessions(self) -> None:
         while True:

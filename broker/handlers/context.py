@@ -59,6 +59,13 @@ class BrokerState:
             max_message_bytes=int(self.topic_config(topic, "max.message.bytes")),
             segment_bytes=int(self.topic_config(topic, "segment.bytes")),
             timestamp_type_log_append=self.topic_config(topic, "message.timestamp.type") == "LogAppendTime",
+            segment_ms=int(self.topic_config(topic, "segment.ms")),
+            retention_ms=int(self.topic_config(topic, "retention.ms")),
+            retention_bytes=int(self.topic_config(topic, "retention.bytes")),
+            cleanup_policy=frozenset(p.strip() for p in self.topic_config(topic, "cleanup.policy").split(",")),
+            delete_retention_ms=int(self.topic_config(topic, "delete.retention.ms")),
+            flush_messages=int(self.topic_config(topic, "flush.messages")),
+            flush_ms=int(self.topic_config(topic, "flush.ms")),
         )
 
     def log(self, topic: Topic, partition: int) -> PartitionLog:

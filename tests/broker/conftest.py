@@ -47,6 +47,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "--set", "group.initial.rebalance.delay.ms=300",
         "--set", "socket.request.max.bytes=1048576",
         "--set", "message.max.bytes=200000",
+        "--set", "log.retention.check.interval.ms=300",
     ]  # fmt: skip
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
