@@ -7,6 +7,7 @@
       max_offsets_per_trigger: 100000   # optional bound on records per micro-batch
     target:
       path: /data/delta             # one Delta table per source table at <path>/<database>/<table>
+      scd_type: 1                   # 1: the table as MySQL has it; 2: every version with valid-from/to
     checkpoint: /data/checkpoints/cdc
     trigger:
       available_now: true           # or processing_time: "10 seconds"
@@ -45,6 +46,7 @@ class PipelineConfig:
     available_now: bool = True
     processing_time: str | None = None
     source_time_zone: str = "UTC"
+    scd_type: int = 1
 
     def table_path(self, database: str, table: str) -> str:
         return f"{self.target_path.rstrip('/')}/{database}/{table}"
@@ -92,7 +94,10 @@ def parse_config(data: Any) -> PipelineConfig:
     if offsets not in STARTING_OFFSETS:
         raise ConfigError(f"source.starting_offsets: {offsets!r} is not one of {', '.join(STARTING_OFFSETS)}")
     target = _section(data, "target", "")
-    _unknown(target, {"path"}, "target.")
+    _unknown(target, {"path", "scd_type"}, "target.")
+    scd_type = target.get("scd_type", 1)
+    if scd_type not in (1, 2):
+        raise ConfigError(f"target.scd_type: {scd_type!r} is not one of 1, 2")
     trigger = _section(data, "trigger", "", required=False) or {"available_now": True}
     _unknown(trigger, {"available_now", "processing_time"}, "trigger.")
     if ("processing_time" in trigger) == bool(trigger.get("available_now")):
@@ -104,6 +109,7 @@ def parse_config(data: Any) -> PipelineConfig:
         available_now=bool(trigger.get("available_now")),
         processing_time=trigger.get("processing_time"),
         source_time_zone=_text(data, "source_time_zone", "", "UTC"),
+        scd_type=scd_type,
     )
 
 

@@ -24,9 +24,10 @@ from pyspark.sql import functions as F
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import MessageError
 from spark_pipelines.io.delta import DELETED, Txn, ensure_table, exists, merge_latest, q, table_ref
+from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.transforms.column_ddl import DropColumn, column_changes
 from spark_pipelines.transforms.latest import latest_per_key
-from spark_pipelines.transforms.parse import SEQ, parse_messages
+from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
 from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
 
@@ -102,7 +103,7 @@ class ApplyBatch:
                 f"can apply: {str(row['value'])[:300]!r}. Fix the producer, or move the query's checkpoint "
                 "past this offset")
         ddl = [row for row in (messages.where(F.col("is_ddl") & F.col("type").isin(*TABLE_DDL))
-                               .select("database", "table", "type", "sql", SEQ).collect())
+                               .select("database", "table", "type", "sql", SEQ, COMMIT_TS).collect())
                if row["type"] in EMPTYING_DDL or column_changes(row["sql"] or "")]
         ddl.sort(key=lambda row: tuple(row[SEQ]))
         dml = messages.where(~F.col("is_ddl"))
@@ -125,15 +126,21 @@ class ApplyBatch:
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
             ensure_table(spark, path, shape)
-            latest = latest_per_key(changes_of(segment, shape, self.config.source_time_zone), shape.primary_key)
-            merge_latest(spark, path, latest, shape, txn)
+            changes = changes_of(segment, shape, self.config.source_time_zone)
+            if self.config.scd_type == 2:
+                ensure_history_column(spark, path)
+                merge_history(spark, path, changes, shape, txn)
+            else:
+                merge_latest(spark, path, latest_per_key(changes, shape.primary_key), shape, txn)
         return {f"{database}.{table}" for database, table in shapes}
 
     def _apply_ddl(self, spark: Any, ddl: Any) -> None:
         path = self.config.table_path(ddl["database"], ddl["table"])
         if not exists(spark, path):
             return
-        if ddl["type"] in EMPTYING_DDL:
+        if ddl["type"] in EMPTYING_DDL and self.config.scd_type == 2:
+            close_all(spark, path, ddl[COMMIT_TS])
+        elif ddl["type"] in EMPTYING_DDL:
             _empty_table(spark, path, ddl[SEQ])
         else:
             _alter_columns(spark, path, ddl["sql"])

@@ -35,6 +35,7 @@ def test_defaults_and_table_paths() -> None:
         ({"checkpoint": ""}, "checkpoint: expected a non-empty string"),
         ({"trigger": {"available_now": True, "processing_time": "1 second"}}, "trigger: set exactly one"),
         ({"extra": 1}, "extra: unknown key"),
+        ({"target": {"path": "/x", "scd_type": 3}}, "target.scd_type: 3 is not one of 1, 2"),
         ({"source": {**GOOD["source"], "max_offsets_per_trigger": 0}}, "source.max_offsets_per_trigger: expected"),
     ],
 )
