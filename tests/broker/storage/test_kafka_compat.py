@@ -94,3 +94,18 @@ def test_our_segments_are_dumped_identically_by_kafka(kafka: KafkaReference, tmp
     assert not any("isvalid: false" in line for line in kafka_lines)
     assert our_dump(files, "--print-data-log") == kafka_lines
     assert our_dump(files) == kafka_dump(files)
+
+
+def test_our_compressed_segments_are_dumped_identically_by_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
+    del kafka
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    codecs = ["gzip", "snappy", "xerial", "lz4", "zstd", "none"]
+    for i, codec in enumerate(codecs):
+        entries = [(f"key-{codec}-{j}".encode(), f"{codec} value {j} ".encode() * 8) for j in range(5)]
+        log.append(record_batch(entries, base_timestamp=1_600_000_000_000 + i, compression=codec), leader_epoch=0)
+    log.close()
+    files = segment_files(tmp_path)
+    kafka_lines = kafka_dump(files, "--deep-iteration", "--print-data-log")
+    assert sum(line.startswith("| offset: ") for line in kafka_lines) == 5 * len(codecs)
+    assert "payload: zstd value 4 zstd value 4" in "\n".join(kafka_lines)
+    assert our_dump(files, "--deep-iteration", "--print-data-log") == kafka_lines
