@@ -152,3 +152,14 @@ def test_empty_append_is_corrupt_message(tmp_path: Path) -> None:
         log.append(b"", 0)
     assert caught.value.code == ErrorCode.corrupt_message and log.log_end_offset == 0
     log.close()
+
+
+def test_offset_for_timestamp_inside_compressed_batches(tmp_path: Path) -> None:
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    for i, codec in enumerate(["gzip", "xerial", "lz4", "zstd", "snappy"]):
+        entries = [(None, f"{codec}-{j}".encode()) for j in range(10)]
+        log.append(record_batch(entries, base_timestamp=1000 * (i + 1), compression=codec), leader_epoch=0)
+    for i in range(5):
+        found = log.offset_for_timestamp(1000 * (i + 1) + 4)  # the 5th record of batch i
+        assert found is not None and (found.offset, found.timestamp) == (10 * i + 4, 1000 * (i + 1) + 4)
+    log.close()
