@@ -109,3 +109,32 @@ def test_our_compressed_segments_are_dumped_identically_by_kafka(kafka: KafkaRef
     assert sum(line.startswith("| offset: ") for line in kafka_lines) == 5 * len(codecs)
     assert "payload: zstd value 4 zstd value 4" in "\n".join(kafka_lines)
     assert our_dump(files, "--deep-iteration", "--print-data-log") == kafka_lines
+
+
+def test_reference_compressed_segments_are_read_and_dumped_by_us(kafka: KafkaReference, tmp_path: Path) -> None:
+    topic = f"compat-compressed-{time.time_ns()}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    per_codec = 200
+    for c, codec in enumerate(codecs):  # librdkafka writes raw snappy and independent-block LZ4 frames
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 50, "compression.type": codec})
+        for i in range(per_codec):
+            n = c * per_codec + i
+            producer.produce(topic, key=f"key-{n}".encode(), value=f"{codec} value {n} ".encode() * 10,
+                             timestamp=1_700_000_000_000 + n)
+        assert producer.flush(30) == 0
+    time.sleep(1)
+    copy = tmp_path / f"{topic}-0"
+    shutil.copytree(kafka.data_dir / f"{topic}-0", copy)
+    files = segment_files(copy)
+    kafka_lines = kafka_dump(files, "--print-data-log")
+    assert {f"compresscodec: {codec}" in "\n".join(kafka_lines) for codec in codecs} == {True}
+    assert our_dump(files, "--print-data-log") == kafka_lines
+
+    log = DiskPartitionLog(copy, StorageConfig())
+    assert log.log_end_offset == per_codec * len(codecs)
+    for n in (5, 333, 777):  # inside gzip, snappy and zstd batches
+        found = log.offset_for_timestamp(1_700_000_000_000 + n)
+        assert found is not None and (found.offset, found.timestamp) == (n, 1_700_000_000_000 + n)
+    log.close()
