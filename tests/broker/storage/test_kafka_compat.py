@@ -138,3 +138,18 @@ def test_reference_compressed_segments_are_read_and_dumped_by_us(kafka: KafkaRef
         found = log.offset_for_timestamp(1_700_000_000_000 + n)
         assert found is not None and (found.offset, found.timestamp) == (n, 1_700_000_000_000 + n)
     log.close()
+
+
+def test_our_producer_snapshots_are_read_by_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
+    del kafka
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    for pid, seq in ((7, 0), (8, 0), (7, 3)):
+        log.append(record_batch([(b"k", b"v")] * 3, base_timestamp=1_600_000_000_000 + seq,
+                                producer_id=pid, producer_epoch=2, base_sequence=seq), leader_epoch=0)
+    log.close()
+    snapshot = tmp_path / f"{9:020d}.snapshot"
+    lines = [line for line in kafka_dump([snapshot]) if line.startswith("producerId:")]
+    assert len(lines) == 2, lines
+    seven = next(line for line in lines if line.startswith("producerId: 7 "))
+    for fact in ("producerEpoch: 2", "lastSequence: 5", "lastOffset: 8", "offsetDelta: 2", "timestamp: 1600000000005"):
+        assert fact in seven, seven
