@@ -10,7 +10,7 @@ from pathlib import Path
 import crc32c
 
 from broker.protocol import records
-from broker.storage import codecs, offset_index, time_index
+from broker.storage import codecs, offset_index, producer_state, time_index
 from broker.storage.record_view import iter_records
 from broker.storage.segment import scan
 
@@ -110,5 +110,18 @@ def dump_file(path: Path, deep: bool, print_data: bool) -> Iterator[str]:
         yield from dump_index(path)
     elif path.suffix == ".timeindex":
         yield from dump_time_index(path)
+    elif path.suffix == ".snapshot":
+        yield from dump_snapshot(path)
     else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index or .timeindex")
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index, .timeindex or .snapshot")
+
+
+def dump_snapshot(path: Path) -> Iterator[str]:
+    rows = producer_state.snapshot_rows(path.read_bytes())
+    if rows is None:
+        raise ValueError(f"{path}: not a producer-state snapshot (wrong version, size or CRC-32C)")
+    for pid, epoch, last_seq, last_offset, delta, stamp, coordinator_epoch, txn_first in rows:
+        txn = "OptionalLong.empty" if txn_first < 0 else f"OptionalLong[{txn_first}]"
+        yield (f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
+               f"currentTxnFirstOffset: {txn} lastTimestamp: {stamp} firstSequence: {last_seq - delta} "
+               f"lastSequence: {last_seq} lastOffset: {last_offset} offsetDelta: {delta} timestamp: {stamp}")

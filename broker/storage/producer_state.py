@@ -73,8 +73,9 @@ class ProducerStateTable:
         return table, 0
 
 
-def _parse(data: bytes) -> list[ProducerEntry] | None:
-    """The entries of a snapshot, or None when it is not one (short, other version, CRC mismatch)."""
+def snapshot_rows(data: bytes) -> list[tuple[int, ...]] | None:
+    """Raw entries (producerId, epoch, lastSequence, lastOffset, offsetDelta, timestamp, coordinatorEpoch,
+    currentTxnFirstOffset) of a snapshot, or None when it is not one (short, other version, bad CRC)."""
     if len(data) < _HEAD.size + _COUNT.size:
         return None
     version, crc = _HEAD.unpack_from(data)
@@ -84,7 +85,11 @@ def _parse(data: bytes) -> list[ProducerEntry] | None:
     (count,) = _COUNT.unpack_from(rest)
     if count < 0 or len(rest) != _COUNT.size + count * _ENTRY.size:
         return None
-    entries = []
-    for pid, epoch, last_seq, last_offset, delta, stamp, _, _ in _ENTRY.iter_unpack(rest[_COUNT.size :]):
-        entries.append(ProducerEntry(pid, epoch, last_seq, last_offset, delta, stamp))
-    return entries
+    return list(_ENTRY.iter_unpack(rest[_COUNT.size :]))
+
+
+def _parse(data: bytes) -> list[ProducerEntry] | None:
+    rows = snapshot_rows(data)
+    if rows is None:
+        return None
+    return [ProducerEntry(*row[:6]) for row in rows]

@@ -140,7 +140,7 @@ def test_reference_compressed_segments_are_read_and_dumped_by_us(kafka: KafkaRef
     log.close()
 
 
-def test_our_producer_snapshots_are_read_by_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
+def test_our_producer_snapshots_are_read_by_kafka_and_dumped_identically(kafka: KafkaReference, tmp_path: Path) -> None:
     del kafka
     log = DiskPartitionLog(tmp_path, StorageConfig())
     for pid, seq in ((7, 0), (8, 0), (7, 3)):
@@ -153,3 +153,4 @@ def test_our_producer_snapshots_are_read_by_kafka(kafka: KafkaReference, tmp_pat
     seven = next(line for line in lines if line.startswith("producerId: 7 "))
     for fact in ("producerEpoch: 2", "lastSequence: 5", "lastOffset: 8", "offsetDelta: 2", "timestamp: 1600000000005"):
         assert fact in seven, seven
+    assert our_dump([snapshot]) == kafka_dump([snapshot])
