@@ -47,25 +47,6 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
     }
 )
 
-# Topic-level configs and the broker property that provides their default.
-TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = MappingProxyType(
-    {
-        "cleanup.policy": "delete",
-        "compression.type": "producer",
-        "max.message.bytes": "message.max.bytes",
-        "message.timestamp.type": "log.message.timestamp.type",
-        "min.insync.replicas": "min.insync.replicas",
-        "retention.ms": "604800000",
-        "retention.bytes": "-1",
-        "segment.bytes": "log.segment.bytes",
-        "segment.ms": "604800000",
-        "delete.retention.ms": "86400000",
-        "flush.messages": "9223372036854775807",
-        "flush.ms": "9223372036854775807",
-    }
-)
-
-
 @dataclass(frozen=True)
 class Listener:
     host: str

@@ -194,6 +194,11 @@ class MemoryLogStore:
     def delete(self, topic: str, partition: int) -> None:
         self._logs.pop((topic, partition), None)
 
+    def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None:
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            log.config = config
+
     def maintain(self, now_ms: int | None = None) -> None:
         pass  # memory logs are for tests; nothing ages out
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
-from broker.config import DEFAULTS, TOPIC_CONFIG_DEFAULTS, BrokerConfig
+from broker.config import BrokerConfig
+from broker.config_catalog import topic_entry
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
 from broker.coordinator.producers import ProducerStateManager
@@ -37,6 +38,13 @@ class DataNotifier:
             await asyncio.wait_for(asyncio.shield(self._waiter), timeout)
 
 
+@runtime_checkable
+class ReconfigurableStore(Protocol):
+    """A store that can take new topic configs for an open log (retention, segments, timestamp type)."""
+
+    def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None: ...
+
+
 @dataclass
 class BrokerState:
     config: BrokerConfig
@@ -51,8 +59,7 @@ class BrokerState:
     def topic_config(self, topic: Topic, key: str) -> str:
         if key in topic.configs:
             return topic.configs[key]
-        default = TOPIC_CONFIG_DEFAULTS.get(key, "")
-        return self.config.get(default) if default in DEFAULTS else default
+        return topic_entry(self.config, topic.configs, key).value or ""
 
     def log_config(self, topic: Topic) -> LogConfig:
         return LogConfig(
@@ -107,6 +114,16 @@ class BrokerState:
                 log.close()
             self.store.delete(name, index)
         self.notifier.notify()
+
+    def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> Topic:
+        """Replace the topic's overrides; open logs take the new settings at once when the store can."""
+        updated = self.topics.update(topic, configs=dict(configs))
+        if isinstance(self.store, ReconfigurableStore):
+            log_config = self.log_config(updated)
+            for index in range(updated.partitions):
+                if (updated.name, index) in self._logs:
+                    self.store.reconfigure(updated.name, index, log_config)
+        return updated
 
     def add_partitions(self, topic: Topic, count: int) -> Topic:
         updated = self.topics.update(topic, partitions=count)

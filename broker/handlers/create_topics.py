@@ -6,7 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config import TOPIC_CONFIG_DEFAULTS
+from broker.config_catalog import InvalidConfig, validate_topic_config
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -30,13 +30,12 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
         raise KafkaApiError(ErrorCode.invalid_partitions, f"partition count {partitions} must be at least 1")
     configs = {}
     for item in wanted.configs:
-        if item.name not in TOPIC_CONFIG_DEFAULTS:
-            raise KafkaApiError(
-                ErrorCode.invalid_config,
-                f"unknown topic config {item.name!r}; known: {', '.join(sorted(TOPIC_CONFIG_DEFAULTS))}",
-            )
-        if item.value is not None:
-            configs[item.name] = item.value
+        try:
+            value = validate_topic_config(item.name, item.value)
+        except InvalidConfig as exc:
+            raise KafkaApiError(ErrorCode.invalid_config, str(exc)) from None
+        if value is not None:
+            configs[item.name] = value
     if validate_only:
         return None, partitions
     return state.create_topic(wanted.name, partitions, configs), partitions

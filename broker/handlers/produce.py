@@ -18,6 +18,8 @@ from broker.handlers.context import BrokerState, Request
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
+from broker.protocol.framing import RawResponse
+from broker.protocol.legacy_produce import LegacyProduceRequest, encode_error_response
 from broker.topics import Topic, validate_name
 
 log = logging.getLogger("broker.produce")
@@ -49,8 +51,32 @@ def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None
     return result.base_offset, result.log_append_time, result.log_start_offset
 
 
+def _check_in_sync_replicas(state: BrokerState, topic: Topic) -> None:
+    wanted = int(state.topic_config(topic, "min.insync.replicas"))
+    if wanted > 1:
+        raise KafkaApiError(
+            ErrorCode.not_enough_replicas,
+            f"acks=all on {topic.name!r} needs min.insync.replicas={wanted} in-sync replicas; this single-node"
+            " broker has 1",
+        )
+
+
+def _refuse_legacy(request: Request) -> RawResponse | None:
+    body: LegacyProduceRequest = request.body
+    version = request.header.api_version
+    log.warning(
+        "produce v%d from client %r refused with UNSUPPORTED_VERSION: only Produce v3+ (RecordBatch v2) is served;"
+        " upgrade the client", version, request.header.client_id,
+    )
+    if body.acks == 0:
+        return None
+    return RawResponse(encode_error_response(version, body, ErrorCode.unsupported_version))
+
+
 async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
+    if isinstance(body, LegacyProduceRequest):
+        return _refuse_legacy(request)
     cls = response_class(request.header.api_key, request.header.api_version)
     partition_cls = nested(cls, "PartitionProduceResponse")
     acks = body.acks
@@ -74,6 +100,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 if topic_error is not None:
                     raise topic_error
                 assert topic is not None
+                if acks == -1:
+                    _check_in_sync_replicas(state, topic)
                 base_offset, append_time, start = _append(state, topic, partition_data.index, partition_data.records)
                 error, message = ErrorCode.none, None
             except KafkaApiError as exc:

@@ -19,9 +19,11 @@ class ApiRange:
     max_version: int
 
 
-# Produce is served from v3 (RecordBatch v2); Kafka 4 itself dropped v0-2 (KIP-896).
+# Produce is advertised from v0 as Apache Kafka 4 does (librdkafka < 2.8 disables compression
+# otherwise, KAFKA-18659) but v0-2 requests are answered UNSUPPORTED_VERSION: records are served in
+# RecordBatch v2 (Produce v3+) only. See broker/protocol/legacy_produce.py.
 _RANGES: tuple[tuple[str, int, int], ...] = (
-    ("produce", 3, 12),
+    ("produce", 0, 12),
     ("fetch", 4, 16),
     ("list_offsets", 1, 8),
     ("metadata", 0, 12),
@@ -39,6 +41,21 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("delete_topics", 1, 6),
     ("init_producer_id", 0, 4),
     ("delete_groups", 0, 2),
+    ("delete_records", 0, 2),
+    ("offset_for_leader_epoch", 2, 4),
+    ("describe_configs", 1, 4),
+    ("alter_configs", 0, 2),
+    ("create_partitions", 0, 3),
+    ("incremental_alter_configs", 0, 1),
+    ("describe_cluster", 0, 1),
+    ("describe_topic_partitions", 0, 0),
+    # Transactions are not implemented: these answer with an error code, never a dropped connection.
+    ("add_partitions_to_txn", 0, 5),
+    ("add_offsets_to_txn", 0, 4),
+    ("end_txn", 0, 5),
+    ("txn_offset_commit", 0, 5),
+    ("describe_transactions", 0, 0),
+    ("list_transactions", 0, 1),
 )
 
 _KEY_BY_NAME = {name: key for key, name in api_key_map.items()}

@@ -24,6 +24,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from broker.protocol import legacy_produce
 from broker.protocol.apis import is_supported, request_class
 from broker.protocol.errors import FrameTooLarge, MalformedFrame
 from broker.protocol.guard import check_body
@@ -31,6 +32,7 @@ from broker.protocol.guard import check_body
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 _MIN_HEADER = _KEY_VERSION_CORRELATION.size + 2  # key, version, correlation id, client_id length
+_PRODUCE_KEY = 0
 DEFAULT_MAX_REQUEST_BYTES = 100 * 1024 * 1024
 
 
@@ -55,6 +57,13 @@ class UnsupportedRequest:
 
     header: RequestHeader
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response body encoded by hand (no kio class for it), framed with response header v0."""
+
+    body: bytes
 
 
 Event = RequestReceived | UnsupportedRequest
@@ -107,6 +116,8 @@ def decode_request(frame: bytes) -> Event:
     if not is_supported(key, version):
         client_id = _classic_client_id(frame)
         return UnsupportedRequest(RequestHeader(key, version, correlation_id, client_id), size)
+    if key == _PRODUCE_KEY and version in legacy_produce.LEGACY_VERSIONS:
+        return _decode_legacy_produce(frame, version, correlation_id)
     cls = request_class(key, version)
     try:
         reader = _read_header_v2 if cls.__header_schema__ is RequestHeaderV2 else _read_header_v1
@@ -125,6 +136,15 @@ def decode_request(frame: bytes) -> Event:
     return RequestReceived(header, body, size)
 
 
+def _decode_legacy_produce(frame: bytes, version: int, correlation_id: int) -> RequestReceived:
+    try:
+        raw_header, offset = _read_header_v1(frame, 0)
+    except (SerialError, ValueError, UnicodeDecodeError, IndexError) as exc:
+        raise MalformedFrame(f"cannot decode produce v{version} request header: {exc}") from exc
+    body = legacy_produce.decode_request(frame, offset)
+    return RequestReceived(RequestHeader(_PRODUCE_KEY, version, correlation_id, raw_header.client_id), body, len(frame))
+
+
 def _classic_client_id(frame: memoryview | bytes) -> str | None:
     try:
         (length,) = struct.unpack_from(">h", frame, 8)
@@ -137,6 +157,8 @@ def _classic_client_id(frame: memoryview | bytes) -> str | None:
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """Frame a kio response entity: size, header (version from the response class), body."""
+    if isinstance(response, RawResponse):
+        return _SIZE.pack(4 + len(response.body)) + _SIZE.pack(correlation_id) + response.body
     buffer = io.BytesIO()
     buffer.write(b"\0\0\0\0")
     header_cls = type(response).__header_schema__

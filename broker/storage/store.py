@@ -46,6 +46,13 @@ class DiskLogStore:
             self._policies[(topic, partition)] = config
         return log
 
+    def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None:
+        """New topic configs (AlterConfigs) for an open log: later appends, rolls and maintenance use them."""
+        log = self._logs.get((topic, partition))
+        if log is not None:
+            log.config = storage_config(config)
+            self._policies[(topic, partition)] = config
+
     def maintain(self, now_ms: int | None = None) -> None:
         for key, log in list(self._logs.items()):
             config = self._policies[key]

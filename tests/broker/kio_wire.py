@@ -60,3 +60,16 @@ def roundtrip(port: int, api_key: int, version: int, body: Any) -> tuple[int, An
     offset = 4 if cls.__header_schema__.__flexible__ is False else 5
     response, _ = entity_reader(cls)(data, offset)
     return correlation, response
+
+
+def produce(port: int, topic: str, records: bytes) -> tuple[int, str | None]:
+    """Produce v9, acks=1, one partition; returns (error code, error message) of partition 0."""
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    request = ProduceRequest(
+        transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5),
+        topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=records),)),),
+    )  # fmt: skip
+    _, response = roundtrip(port, 0, 9, request)
+    partition = response.responses[0].partition_responses[0]
+    return partition.error_code, partition.error_message

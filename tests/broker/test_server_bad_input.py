@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import socket
 import struct
 import time
@@ -10,11 +9,10 @@ import time
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsV0Response
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.serial import entity_reader
 
 from tests.broker.conftest import BrokerProcess
-from tests.broker.kio_wire import frame, read_frame, record_batch, roundtrip
+from tests.broker.kio_wire import frame, produce, read_frame, record_batch, roundtrip
 
 
 def _still_serving(broker: BrokerProcess) -> None:
@@ -69,13 +67,7 @@ def test_unknown_api_key_closes_and_unknown_api_versions_version_gets_v0_error(b
 
 
 def _produce(broker: BrokerProcess, topic: str, records: bytes) -> tuple[int, str | None]:
-    request = ProduceRequest(
-        transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5),
-        topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=records),)),),
-    )  # fmt: skip
-    _, response = roundtrip(broker.port, 0, 9, request)
-    partition = response.responses[0].partition_responses[0]
-    return partition.error_code, partition.error_message
+    return produce(broker.port, topic, records)
 
 
 def test_corrupt_batch_and_bad_topic_names_get_kafka_errors(broker: BrokerProcess, topic_name: str) -> None:

@@ -1,0 +1,51 @@
+"""Config resources shared by DescribeConfigs, AlterConfigs and IncrementalAlterConfigs."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from broker.config_catalog import InvalidConfig, validate_topic_config
+from broker.handlers.context import BrokerState
+from broker.protocol.errors import KafkaApiError
+from broker.topics import Topic
+
+TOPIC, GROUP, BROKER, BROKER_LOGGER = 2, 3, 4, 8
+
+
+def check_broker_name(state: BrokerState, name: str) -> None:
+    """'' means the cluster-wide default; otherwise it must be this broker's node id."""
+    if name not in ("", str(state.config.node_id)):
+        raise KafkaApiError(
+            ErrorCode.invalid_request, f"broker {name!r} is not this broker; its node.id is {state.config.node_id}"
+        )
+
+
+def unsupported_resource(resource_type: int) -> KafkaApiError:
+    return KafkaApiError(
+        ErrorCode.invalid_request,
+        f"config resource type {resource_type} is not supported; use TOPIC (2) or BROKER (4)",
+    )
+
+
+def refuse_broker_change(state: BrokerState, name: str) -> KafkaApiError:
+    check_broker_name(state, name)
+    return KafkaApiError(
+        ErrorCode.invalid_request,
+        "broker configs are static here: set them in the config file or with `broker start --set KEY=VALUE`"
+        " and restart",
+    )
+
+
+def validated(configs: dict[str, str | None]) -> dict[str, str | None]:
+    """Each value normalized, or INVALID_CONFIG naming the config and what it accepts."""
+    try:
+        return {name: validate_topic_config(name, value) for name, value in configs.items()}
+    except InvalidConfig as exc:
+        raise KafkaApiError(ErrorCode.invalid_config, str(exc)) from None
+
+
+def apply_topic_configs(state: BrokerState, topic: Topic, configs: dict[str, str], validate_only: bool) -> None:
+    if topic.is_internal:
+        raise KafkaApiError(ErrorCode.invalid_request, f"topic {topic.name!r} is internal; its configs are fixed")
+    if not validate_only:
+        state.alter_topic_configs(topic, configs)

@@ -1,0 +1,57 @@
+"""DescribeTopicPartitions (75): topics and partitions in name order, paged by a cursor."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers.context import BrokerState, Request
+from broker.protocol.apis import response_class
+from broker.topics import Topic
+
+_NO_OPERATIONS = -2147483648
+_ZERO_ID = uuid.UUID(int=0)
+
+
+def _partition(cls: Any, node: int, index: int) -> Any:
+    return build(nested(cls, "DescribeTopicPartitionsResponsePartition"), error_code=ErrorCode.none,
+                 partition_index=index, leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
+                 eligible_leader_replicas=None, last_known_elr=None, offline_replicas=())
+
+
+def _topic(cls: Any, name: str, topic: Topic | None, partitions: tuple[Any, ...]) -> Any:
+    return build(nested(cls, "DescribeTopicPartitionsResponseTopic"),
+                 error_code=ErrorCode.none if topic else ErrorCode.unknown_topic_or_partition, name=name,
+                 topic_id=topic.topic_id if topic else _ZERO_ID, is_internal=bool(topic and topic.is_internal),
+                 partitions=partitions, topic_authorized_operations=_NO_OPERATIONS)
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    names = sorted({t.name for t in body.topics} if body.topics else {t.name for t in state.topics.all()})
+    cursor = body.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    budget = max(int(body.response_partition_limit), 1)
+    node = state.config.node_id
+    entries, next_cursor = [], None
+    for name in names:
+        topic = state.topics.get(name)
+        if topic is None:
+            entries.append(_topic(cls, name, None, ()))
+            continue
+        first = cursor.partition_index if cursor is not None and cursor.topic_name == name else 0
+        if budget == 0:
+            next_cursor = build(nested(cls, "Cursor"), topic_name=name, partition_index=first)
+            break
+        last = min(topic.partitions, first + budget)
+        entries.append(_topic(cls, name, topic, tuple(_partition(cls, node, i) for i in range(first, last))))
+        budget -= last - first
+        if last < topic.partitions:
+            next_cursor = build(nested(cls, "Cursor"), topic_name=name, partition_index=last)
+            break
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(entries), next_cursor=next_cursor)
