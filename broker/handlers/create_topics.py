@@ -6,7 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_catalog import InvalidConfig, validate_topic_config
+from broker.config_catalog import TOPIC_CONFIGS, InvalidConfig, topic_entry, validate_topic_config
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -14,7 +14,16 @@ from broker.protocol.errors import KafkaApiError
 from broker.topics import validate_name
 
 
-def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, int]:
+def _configs(state: BrokerState, cls: Any, configs: dict[str, str]) -> tuple[Any, ...]:
+    """Every topic config with its effective value (v5+; Java's admin needs the list, even when empty)."""
+    config_cls = nested(cls, "CreatableTopicConfigs")
+    entries = (topic_entry(state.config, configs, name) for name in TOPIC_CONFIGS)
+    return tuple(build(config_cls, name=e.definition.name, value=e.value, read_only=e.read_only,
+                       config_source=int(e.source), is_sensitive=False) for e in entries)
+
+
+def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, int, dict[str, str]]:
+    """(topic id or None when validating only, partition count, topic config overrides)."""
     validate_name(wanted.name)
     if state.topics.get(wanted.name) is not None:
         raise KafkaApiError(ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists")
@@ -37,8 +46,8 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
         if value is not None:
             configs[item.name] = value
     if validate_only:
-        return None, partitions
-    return state.create_topic(wanted.name, partitions, configs), partitions
+        return None, partitions, configs
+    return state.create_topic(wanted.name, partitions, configs).topic_id, partitions, configs
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -47,14 +56,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
     results = []
     for wanted in request.body.topics:
         try:
-            topic, partitions = _create(state, wanted, request.body.validate_only)
-            code, message = ErrorCode.none, None
-            topic_id = topic.topic_id if topic is not None else None
+            topic_id, partitions, overrides = _create(state, wanted, request.body.validate_only)
+            code, message, configs = ErrorCode.none, None, _configs(state, cls, overrides)
         except KafkaApiError as exc:
-            code, message, partitions, topic_id = exc.code, str(exc), -1, None
+            code, message, partitions, topic_id, configs = exc.code, str(exc), -1, None, ()
         results.append(
             build(result_cls, name=wanted.name, topic_id=topic_id, error_code=code, error_message=message,
                   topic_config_error_code=0, num_partitions=partitions, replication_factor=1 if partitions > 0 else -1,
-                  configs=None)
+                  configs=configs)
         )
     return build(cls, throttle_time=NO_THROTTLE, topics=tuple(results))

@@ -19,7 +19,7 @@ _ZERO_ID = uuid.UUID(int=0)
 def _partition(cls: Any, node: int, index: int) -> Any:
     return build(nested(cls, "DescribeTopicPartitionsResponsePartition"), error_code=ErrorCode.none,
                  partition_index=index, leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
-                 eligible_leader_replicas=None, last_known_elr=None, offline_replicas=())
+                 eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
 
 
 def _topic(cls: Any, name: str, topic: Topic | None, partitions: tuple[Any, ...]) -> Any:

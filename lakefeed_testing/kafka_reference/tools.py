@@ -12,6 +12,8 @@ KAFKA_TOOLS = {
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
 }
 
 
