@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -16,6 +17,8 @@ from broker.topics import validate_name
 
 def _configs(state: BrokerState, cls: Any, configs: dict[str, str]) -> tuple[Any, ...]:
     """Every topic config with its effective value (v5+; Java's admin needs the list, even when empty)."""
+    if not hasattr(sys.modules[cls.__module__], "CreatableTopicConfigs"):
+        return ()  # before v5 the response has no config list
     config_cls = nested(cls, "CreatableTopicConfigs")
     entries = (topic_entry(state.config, configs, name) for name in TOPIC_CONFIGS)
     return tuple(build(config_cls, name=e.definition.name, value=e.value, read_only=e.read_only,
