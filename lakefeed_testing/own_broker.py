@@ -10,7 +10,7 @@ from lakefeed_testing.net import free_port, port_open, wait_until
 
 # Small enough that oversized-row tests stay small; the sink URIs below say the same limit.
 MESSAGE_MAX_BYTES = 200_000
-# Our broker has no DescribeConfigs yet, so the sink cannot read the limit: tests pass it in the URI.
+# Tests also pass the limit in the sink URI, so a test states the limit it relies on.
 SINK_LIMIT = MESSAGE_MAX_BYTES - 1024
 
 

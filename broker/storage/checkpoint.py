@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as handle:
-        handle.write(text)
+    with tmp.open("wb") as handle:
+        handle.write(text.encode() if isinstance(text, str) else text)
         handle.flush()
         os.fsync(handle.fileno())
     tmp.replace(path)

@@ -2,8 +2,9 @@
 
 Like Kafka, a retained batch keeps its baseOffset and lastOffsetDelta (so offsets never change) and its
 kept records are copied byte for byte; only recordCount, length and CRC are recomputed. Tombstones
-(null value) are dropped once older than delete.retention.ms. Compressed batches are kept whole
-(decoding them is not implemented). The active segment is never cleaned.
+(null value) are dropped once older than delete.retention.ms. A compressed batch that loses records is
+written back uncompressed (its compression bits cleared): valid for every reader, and it spares
+re-encoding with each codec. The active segment is never cleaned.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _latest_offsets(log: DiskPartitionLog, segments: list[Segment]) -> dict[byte
     latest: dict[bytes, int] = {}
     for segment in segments:
         for header in segment.batches():
-            if header.compression or header.is_control:
+            if header.is_control:
                 continue
             data = os.pread(segment.fd, header.length, header.position)
             for record in iter_records(data, header):
@@ -54,6 +55,7 @@ def _filtered(data: bytes, header: records.BatchHeader, latest: dict[bytes, int]
     if not removed:
         return data, 0
     body = bytearray(data[: records.HEADER_SIZE]) + b"".join(kept)
+    struct.pack_into(">h", body, 21, header.attributes & ~records.COMPRESSION_MASK)
     struct.pack_into(">i", body, 8, len(body) - records.LOG_OVERHEAD)
     struct.pack_into(">i", body, 57, len(kept))
     struct.pack_into(">I", body, 17, crc32c.crc32c(bytes(body[21:])))
@@ -70,7 +72,7 @@ def clean(log: DiskPartitionLog, delete_retention_ms: int, now_ms: int | None = 
         removed = 0
         for header in segment.batches():
             data = os.pread(segment.fd, header.length, header.position)
-            if header.compression or header.is_control:
+            if header.is_control:
                 out += data
                 continue
             kept, dropped = _filtered(data, header, latest, now - delete_retention_ms)

@@ -10,18 +10,14 @@ from pathlib import Path
 import crc32c
 
 from broker.protocol import records
-from broker.storage import offset_index, time_index
+from broker.storage import codecs, offset_index, producer_state, time_index
 from broker.storage.record_view import iter_records
 from broker.storage.segment import scan
 
-_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DELETE_HORIZON_FLAG = 0x40
 
 
 def _record_lines(data: bytes, header: records.BatchHeader, print_data: bool) -> Iterator[str]:
-    if header.compression:
-        yield f"| (records compressed with {_CODECS.get(header.compression, '?')}: not decoded)"
-        return
     log_append = header.attributes & records.LOG_APPEND_TIME_FLAG
     for record in iter_records(data, header):
         offset, timestamp, key, value = record.offset, record.timestamp, record.key, record.value
@@ -51,7 +47,7 @@ def _batch_line(header: records.BatchHeader, valid: bool) -> str:
         f"isTransactional: {str(header.is_transactional).lower()} "
         f"isControl: {str(header.is_control).lower()} deleteHorizonMs: {horizon} "
         f"position: {header.position} {stamp_kind}: {header.max_timestamp} size: {header.length} "
-        f"magic: {header.magic} compresscodec: {_CODECS.get(header.compression, 'unknown')} "
+        f"magic: {header.magic} compresscodec: {codecs.NAMES.get(header.compression, 'unknown')} "
         f"crc: {header.crc} isvalid: {str(valid).lower()}"
     )
 
@@ -114,5 +110,18 @@ def dump_file(path: Path, deep: bool, print_data: bool) -> Iterator[str]:
         yield from dump_index(path)
     elif path.suffix == ".timeindex":
         yield from dump_time_index(path)
+    elif path.suffix == ".snapshot":
+        yield from dump_snapshot(path)
     else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index or .timeindex")
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index, .timeindex or .snapshot")
+
+
+def dump_snapshot(path: Path) -> Iterator[str]:
+    rows = producer_state.snapshot_rows(path.read_bytes())
+    if rows is None:
+        raise ValueError(f"{path}: not a producer-state snapshot (wrong version, size or CRC-32C)")
+    for pid, epoch, last_seq, last_offset, delta, stamp, coordinator_epoch, txn_first in rows:
+        txn = "OptionalLong.empty" if txn_first < 0 else f"OptionalLong[{txn_first}]"
+        yield (f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
+               f"currentTxnFirstOffset: {txn} lastTimestamp: {stamp} firstSequence: {last_seq - delta} "
+               f"lastSequence: {last_seq} lastOffset: {last_offset} offsetDelta: {delta} timestamp: {stamp}")

@@ -13,6 +13,7 @@ from broker.protocol import records
 from broker.storage import checkpoint
 from broker.storage.config import StorageConfig
 from broker.storage.producer_state import ProducerStateTable
+from broker.storage.record_view import iter_records
 from broker.storage.segment import Segment
 from broker.storage.validation import validate_batches
 
@@ -211,13 +212,12 @@ class DiskPartitionLog:
                 last = header.base_offset + header.last_offset_delta
                 if header.max_timestamp < timestamp or last < self._start:
                     continue
-                if header.compression or header.attributes & records.LOG_APPEND_TIME_FLAG:
+                if header.attributes & records.LOG_APPEND_TIME_FLAG:
                     return TimestampOffset(header.max_timestamp, max(header.base_offset, self._start))
-                data = _pread(segment, header.position, header.length)
-                local = next(records.iter_batches(data, verify_crc=False))
-                for delta, stamp in records.record_timestamps(data, local):
-                    if stamp >= timestamp and header.base_offset + delta >= self._start:
-                        return TimestampOffset(stamp, header.base_offset + delta)
+                # Like Kafka, compressed batches are decoded so the answer is the exact record.
+                for record in iter_records(_pread(segment, header.position, header.length), header):
+                    if record.timestamp >= timestamp and record.offset >= self._start:
+                        return TimestampOffset(record.timestamp, record.offset)
         return None
 
     def max_timestamp(self) -> TimestampOffset | None:

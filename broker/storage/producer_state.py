@@ -1,14 +1,19 @@
 """Per-producer state (epoch, last sequence, last offset) kept with the log, with `<offset>.snapshot` files.
 
-Snapshots are JSON (not Kafka's binary layout); a missing or unreadable one (Kafka's own, a torn write)
-is ignored and the state rebuilt from batch headers after the newest readable snapshot.
+Snapshots use Kafka's binary layout (version i16 = 1, CRC-32C u32 over the rest, then an i32 count of
+entries: producerId i64, producerEpoch i16, lastSequence i32, lastOffset i64, offsetDelta i32,
+timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64), so kafka-dump-log reads ours and we
+read Kafka's. A missing or unreadable one (a torn write, a bad CRC) is ignored and the state rebuilt
+from batch headers after the newest readable snapshot.
 """
 
 from __future__ import annotations
 
-import json
+import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+import crc32c
 
 from broker.protocol import records
 from broker.storage import checkpoint
@@ -20,6 +25,14 @@ class ProducerEntry:
     epoch: int
     last_sequence: int
     last_offset: int
+    offset_delta: int = 0  # lastOffsetDelta of the producer's last batch
+    timestamp: int = -1  # maxTimestamp of that batch
+
+
+_HEAD = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
+_ENTRY = struct.Struct(">qhiqiqiq")
+_VERSION = 1
 
 
 class ProducerStateTable:
@@ -31,10 +44,14 @@ class ProducerStateTable:
             return
         last = header.base_offset + header.last_offset_delta
         self.entries[header.producer_id] = ProducerEntry(
-            header.producer_id, header.producer_epoch, header.last_sequence, last)
+            header.producer_id, header.producer_epoch, header.last_sequence, last,
+            header.last_offset_delta, header.max_timestamp)
 
     def write_snapshot(self, directory: Path, offset: int) -> None:
-        body = json.dumps([[e.producer_id, e.epoch, e.last_sequence, e.last_offset] for e in self.entries.values()])
+        rest = _COUNT.pack(len(self.entries)) + b"".join(
+            _ENTRY.pack(e.producer_id, e.epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp, -1, -1)
+            for e in self.entries.values())
+        body = _HEAD.pack(_VERSION, crc32c.crc32c(rest)) + rest
         checkpoint.write_atomic(directory / f"{offset:020d}.snapshot", body)
         for old in directory.glob("*.snapshot"):
             if old.stem.isdigit() and int(old.stem) < offset:
@@ -49,10 +66,30 @@ class ProducerStateTable:
             if offset > max_offset:
                 path.unlink()  # beyond the recovered log end: stale
                 continue
-            try:
-                rows = json.loads(path.read_text())
-                table.entries = {int(r[0]): ProducerEntry(*(int(x) for x in r)) for r in rows}
+            entries = _parse(path.read_bytes())
+            if entries is not None:
+                table.entries = {e.producer_id: e for e in entries}
                 return table, offset
-            except (ValueError, TypeError, IndexError, UnicodeDecodeError):
-                continue
         return table, 0
+
+
+def snapshot_rows(data: bytes) -> list[tuple[int, ...]] | None:
+    """Raw entries (producerId, epoch, lastSequence, lastOffset, offsetDelta, timestamp, coordinatorEpoch,
+    currentTxnFirstOffset) of a snapshot, or None when it is not one (short, other version, bad CRC)."""
+    if len(data) < _HEAD.size + _COUNT.size:
+        return None
+    version, crc = _HEAD.unpack_from(data)
+    rest = data[_HEAD.size :]
+    if version != _VERSION or crc32c.crc32c(rest) != crc:
+        return None
+    (count,) = _COUNT.unpack_from(rest)
+    if count < 0 or len(rest) != _COUNT.size + count * _ENTRY.size:
+        return None
+    return list(_ENTRY.iter_unpack(rest[_COUNT.size :]))
+
+
+def _parse(data: bytes) -> list[ProducerEntry] | None:
+    rows = snapshot_rows(data)
+    if rows is None:
+        return None
+    return [ProducerEntry(*row[:6]) for row in rows]

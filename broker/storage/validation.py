@@ -6,6 +6,8 @@ from kio.schema.errors import ErrorCode
 
 from broker.protocol import records
 from broker.protocol.errors import KafkaApiError
+from broker.storage import codecs
+from broker.storage.record_view import iter_records
 
 
 def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: int) -> list[records.BatchHeader]:
@@ -26,9 +28,25 @@ def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: in
                 ErrorCode.invalid_record,
                 f"record count {header.record_count} != lastOffsetDelta+1 ({header.last_offset_delta + 1})",
             )
+        if header.compression:
+            _check_compressed(bytes(data[header.position : header.position + header.length]), header)
         if header.producer_id >= 0 and (header.producer_epoch < 0 or header.base_sequence < 0):
             raise KafkaApiError(
                 ErrorCode.invalid_record,
                 f"idempotent batch (producerId {header.producer_id}) needs producerEpoch and baseSequence >= 0",
             )
     return headers
+
+
+def _check_compressed(batch: bytes, header: records.BatchHeader) -> None:
+    """Like Kafka's LogValidator, decode compressed records: the CRC only proves the bytes arrived intact."""
+    codec = codecs.NAMES.get(header.compression, str(header.compression))
+    try:
+        deltas = [record.offset - header.base_offset for record in iter_records(batch, header)]
+    except ValueError as error:  # codecs.CodecError included
+        raise KafkaApiError(ErrorCode.corrupt_message, f"{codec} batch: {error}") from error
+    if deltas[-1] != header.last_offset_delta:
+        raise KafkaApiError(
+            ErrorCode.invalid_record,
+            f"{codec} batch: last record's offset delta {deltas[-1]} != lastOffsetDelta {header.last_offset_delta}",
+        )

@@ -86,17 +86,11 @@ def test_replication_factor_below_min_insync_replicas_fails(
         _feed(settings, f"kafka://{kafka.bootstrap_servers}/{topic}").create()
 
 
-def test_message_limit_is_capped_or_flagged(
-    settings: ConnectionSettings, bootstrap: str, kafka: KafkaReference
-) -> None:
+def test_message_limit_is_capped_by_the_topic(settings: ConnectionSettings, bootstrap: str) -> None:
     topic = _topic()
-    if bootstrap == kafka.bootstrap_servers:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"max.message.bytes": "50000"})
-        admin.create_topics([new])[topic].result(30)
-        info = _feed(settings, f"kafka://{bootstrap}/{topic}").create()
-        assert info.max_message_bytes == 50000 - BATCH_OVERHEAD
-        assert any("capped" in w for w in info.warnings)
-    else:  # the bundled broker cannot tell its limit yet: the sink says so instead of guessing silently
-        info = _feed(settings, f"kafka://{bootstrap}/{topic}").create()
-        assert any("does not support DescribeConfigs" in w for w in info.warnings)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"max.message.bytes": "50000"})
+    admin.create_topics([new])[topic].result(30)
+    info = _feed(settings, f"kafka://{bootstrap}/{topic}").create()
+    assert info.max_message_bytes == 50000 - BATCH_OVERHEAD
+    assert any("capped" in w for w in info.warnings)

@@ -34,3 +34,19 @@ def test_compaction_and_tombstones(tmp_path: Path) -> None:
     reopened = DiskPartitionLog(tmp_path, StorageConfig(segment_bytes=300))
     assert [k for _, k, _ in contents(reopened)] == [b"k2", b"k1", b"other", b"tail"]
     reopened.close()
+
+
+def test_compaction_decodes_compressed_batches(tmp_path: Path) -> None:
+    log = DiskPartitionLog(tmp_path, StorageConfig(segment_bytes=300))
+    for i, codec in enumerate(["gzip", "xerial", "lz4", "zstd", "snappy"]):
+        entries = [(b"a", f"a{i}".encode()), (f"only-{codec}".encode(), b"x"), (b"b", f"b{i}".encode())]
+        log.append(record_batch(entries, base_timestamp=1000 + i, compression=codec), 0)
+    log.roll()
+    log.append(record_batch([(b"tail", b"t")], base_timestamp=4000), 0)
+    result = clean(log, delete_retention_ms=10_000, now_ms=5000)
+    assert result.records_removed == 8  # a0..a3 and b0..b3 are superseded by the last batch
+    survivors = contents(log)
+    assert [k for _, k, _ in survivors if k in (b"a", b"b")] == [b"a", b"b"]
+    assert {(k, v) for _, k, v in survivors if k in (b"a", b"b")} == {(b"a", b"a4"), (b"b", b"b4")}
+    assert len([k for _, k, _ in survivors if k is not None and k.startswith(b"only-")]) == 5
+    log.close()

@@ -28,3 +28,10 @@ def test_dump_reports_trailing_garbage_and_rejects_unknown_files(tmp_path: Path)
     assert bad.exit_code == 1 and "expected a segment file named" in bad.output
     missing = CliRunner().invoke(main, ["dump-log-segments", "--files", str(tmp_path / f"{5:020d}.log")])
     assert missing.exit_code == 1 and "No such file" in missing.output
+
+
+def test_dump_rejects_a_corrupt_snapshot(tmp_path: Path) -> None:
+    snapshot = tmp_path / f"{3:020d}.snapshot"
+    snapshot.write_bytes(b"\x00\x01" + b"\x00" * 8)  # version 1, CRC 0: wrong
+    result = CliRunner().invoke(main, ["dump-log-segments", "--files", str(snapshot)])
+    assert result.exit_code == 1 and "not a producer-state snapshot" in result.output

@@ -94,3 +94,63 @@ def test_our_segments_are_dumped_identically_by_kafka(kafka: KafkaReference, tmp
     assert not any("isvalid: false" in line for line in kafka_lines)
     assert our_dump(files, "--print-data-log") == kafka_lines
     assert our_dump(files) == kafka_dump(files)
+
+
+def test_our_compressed_segments_are_dumped_identically_by_kafka(kafka: KafkaReference, tmp_path: Path) -> None:
+    del kafka
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    codecs = ["gzip", "snappy", "xerial", "lz4", "zstd", "none"]
+    for i, codec in enumerate(codecs):
+        entries = [(f"key-{codec}-{j}".encode(), f"{codec} value {j} ".encode() * 8) for j in range(5)]
+        log.append(record_batch(entries, base_timestamp=1_600_000_000_000 + i, compression=codec), leader_epoch=0)
+    log.close()
+    files = segment_files(tmp_path)
+    kafka_lines = kafka_dump(files, "--deep-iteration", "--print-data-log")
+    assert sum(line.startswith("| offset: ") for line in kafka_lines) == 5 * len(codecs)
+    assert "payload: zstd value 4 zstd value 4" in "\n".join(kafka_lines)
+    assert our_dump(files, "--deep-iteration", "--print-data-log") == kafka_lines
+
+
+def test_reference_compressed_segments_are_read_and_dumped_by_us(kafka: KafkaReference, tmp_path: Path) -> None:
+    topic = f"compat-compressed-{time.time_ns()}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    per_codec = 200
+    for c, codec in enumerate(codecs):  # librdkafka writes raw snappy and independent-block LZ4 frames
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 50, "compression.type": codec})
+        for i in range(per_codec):
+            n = c * per_codec + i
+            producer.produce(topic, key=f"key-{n}".encode(), value=f"{codec} value {n} ".encode() * 10,
+                             timestamp=1_700_000_000_000 + n)
+        assert producer.flush(30) == 0
+    time.sleep(1)
+    copy = tmp_path / f"{topic}-0"
+    shutil.copytree(kafka.data_dir / f"{topic}-0", copy)
+    files = segment_files(copy)
+    kafka_lines = kafka_dump(files, "--print-data-log")
+    assert {f"compresscodec: {codec}" in "\n".join(kafka_lines) for codec in codecs} == {True}
+    assert our_dump(files, "--print-data-log") == kafka_lines
+
+    log = DiskPartitionLog(copy, StorageConfig())
+    assert log.log_end_offset == per_codec * len(codecs)
+    for n in (5, 333, 777):  # inside gzip, snappy and zstd batches
+        found = log.offset_for_timestamp(1_700_000_000_000 + n)
+        assert found is not None and (found.offset, found.timestamp) == (n, 1_700_000_000_000 + n)
+    log.close()
+
+
+def test_our_producer_snapshots_are_read_by_kafka_and_dumped_identically(kafka: KafkaReference, tmp_path: Path) -> None:
+    del kafka
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    for pid, seq in ((7, 0), (8, 0), (7, 3)):
+        log.append(record_batch([(b"k", b"v")] * 3, base_timestamp=1_600_000_000_000 + seq,
+                                producer_id=pid, producer_epoch=2, base_sequence=seq), leader_epoch=0)
+    log.close()
+    snapshot = tmp_path / f"{9:020d}.snapshot"
+    lines = [line for line in kafka_dump([snapshot]) if line.startswith("producerId:")]
+    assert len(lines) == 2, lines
+    seven = next(line for line in lines if line.startswith("producerId: 7 "))
+    for fact in ("producerEpoch: 2", "lastSequence: 5", "lastOffset: 8", "offsetDelta: 2", "timestamp: 1600000000005"):
+        assert fact in seven, seven
+    assert our_dump([snapshot]) == kafka_dump([snapshot])

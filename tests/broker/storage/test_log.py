@@ -152,3 +152,43 @@ def test_empty_append_is_corrupt_message(tmp_path: Path) -> None:
         log.append(b"", 0)
     assert caught.value.code == ErrorCode.corrupt_message and log.log_end_offset == 0
     log.close()
+
+
+def test_offset_for_timestamp_inside_compressed_batches(tmp_path: Path) -> None:
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    for i, codec in enumerate(["gzip", "xerial", "lz4", "zstd", "snappy"]):
+        entries = [(None, f"{codec}-{j}".encode()) for j in range(10)]
+        log.append(record_batch(entries, base_timestamp=1000 * (i + 1), compression=codec), leader_epoch=0)
+    for i in range(5):
+        found = log.offset_for_timestamp(1000 * (i + 1) + 4)  # the 5th record of batch i
+        assert found is not None and (found.offset, found.timestamp) == (10 * i + 4, 1000 * (i + 1) + 4)
+    log.close()
+
+
+def _with_section(batch: bytes, section: bytes, last_offset_delta: int | None = None) -> bytes:
+    """Replace the record section (and maybe lastOffsetDelta), fixing length and CRC so only decoding can tell."""
+    import crc32c
+
+    data = bytearray(batch[:61]) + section
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    if last_offset_delta is not None:
+        struct.pack_into(">i", data, 23, last_offset_delta)
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+def test_compressed_batches_are_decoded_before_anything_is_written(tmp_path: Path) -> None:
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    gzipped = record_batch([(b"k", b"v"), (b"k2", b"v2")], compression="gzip")
+    log.append(gzipped, 0)
+    size = os.path.getsize(log.segments[-1].path)
+    cases = [
+        (_with_section(gzipped, b"not gzip at all"), ErrorCode.corrupt_message, "gzip record section"),
+        (_with_section(gzipped, gzipped[61:], last_offset_delta=5), ErrorCode.invalid_record, "lastOffsetDelta 5"),
+    ]
+    for bad, code, words in cases:
+        with pytest.raises(KafkaApiError) as caught:
+            log.append(gzipped + bad, 0)
+        assert caught.value.code == code and words in str(caught.value)
+    assert os.path.getsize(log.segments[-1].path) == size and log.log_end_offset == 2
+    log.close()

@@ -4,6 +4,7 @@ start offset forward (whole segments only), and compaction leaves the newest val
 import time
 import uuid
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -15,8 +16,9 @@ def _create(broker: BrokerProcess, name: str, configs: dict[str, str]) -> None:
     admin.create_topics([NewTopic(name, 1, 1, config=configs)])[name].result(timeout=10)
 
 
-def _produce(broker: BrokerProcess, topic: str, items: list[tuple[bytes, bytes]]) -> None:
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+def _produce(broker: BrokerProcess, topic: str, items: list[tuple[bytes, bytes]], compression: str = "none") -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.num.messages": 1,
+                         "compression.type": compression})
     for key, value in items:
         producer.produce(topic, value, key)
         producer.flush(10)  # one batch each, so segments roll on the small segment.bytes
@@ -68,11 +70,12 @@ def test_retention_bytes_deletes_old_segments(broker: BrokerProcess, topic_name:
     assert remaining[0][0] == _low_watermark(broker, topic_name)
 
 
-def test_compaction_keeps_the_newest_value_per_key(broker: BrokerProcess, topic_name: str) -> None:
+@pytest.mark.parametrize("compression", ["none", "zstd"])  # the cleaner decodes compressed batches
+def test_compaction_keeps_the_newest_value_per_key(broker: BrokerProcess, topic_name: str, compression: str) -> None:
     _create(broker, topic_name, {"cleanup.policy": "compact", "segment.bytes": "1024",
                                  "delete.retention.ms": "0"})
     items = [(f"k{i % 5}".encode(), f"v{i}".encode() * 20) for i in range(60)]
-    _produce(broker, topic_name, items)
+    _produce(broker, topic_name, items, compression)
     newest = {key: value for key, value in items}
 
     def compacted() -> bool:

@@ -22,7 +22,10 @@ from tests.broker.storage.test_log import read_bytes
 CONFIG = StorageConfig(segment_bytes=600, index_interval_bytes=100, retention_ms=-1, retention_bytes=-1)
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d"])
 OPS = st.one_of(
-    st.tuples(st.just("append"), st.lists(st.tuples(KEYS, st.binary(min_size=1, max_size=30)), min_size=1, max_size=4)),
+    st.tuples(st.just("append"), st.tuples(
+        st.lists(st.tuples(KEYS, st.binary(min_size=1, max_size=30)), min_size=1, max_size=4),
+        st.sampled_from(["none", "none", "gzip", "snappy", "lz4", "zstd"]),  # the cleaner decodes them all
+    )),
     st.tuples(st.just("truncate"), st.integers(0, 40)),
     st.tuples(st.just("roll"), st.none()),
     st.tuples(st.just("delete_before"), st.integers(0, 40)),
@@ -56,11 +59,12 @@ def test_log_behaves_like_a_list_of_records(ops: list[tuple[str, object]]) -> No
         start = end = 0
         for op, arg in ops:
             if op == "append":
-                assert isinstance(arg, list)
-                result = log.append(record_batch(arg), leader_epoch=0)
+                assert isinstance(arg, tuple)
+                entries, codec = arg
+                result = log.append(record_batch(entries, compression=codec), leader_epoch=0)
                 assert result.base_offset == end
-                model += [(end + i, k, v) for i, (k, v) in enumerate(arg)]
-                end += len(arg)
+                model += [(end + i, k, v) for i, (k, v) in enumerate(entries)]
+                end += len(entries)
             elif op == "truncate":
                 assert isinstance(arg, int)
                 if arg < start:

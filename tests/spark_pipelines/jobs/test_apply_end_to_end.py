@@ -10,29 +10,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint
-from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
-from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
 from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.delta import live_rows
 from spark_pipelines.io.kafka import read_stream
 from spark_pipelines.jobs.apply import start_query
-from tests.changefeed.conftest import options
-
-
-def _feed(settings: ConnectionSettings, database: str, uri: str, start: Checkpoint, store: Path) -> None:
-    target = Checkpoint(start_position(settings), 0)
-    feed = Changefeed(ChangefeedSpec(
-        f"feed-{uuid.uuid4().hex[:6]}", settings, uri,
-        capture=options(change_filter=ChangeFilter(TableFilter([f"{database}.*"])), blocking=True),
-        start=start, target=target.position, checkpoint_store_url=f"sqlite:///{store}",
-    ))
-    feed.create()
-    feed.start()
-    assert feed.wait(90) and feed.state == "finished", feed.error
+from tests.spark_pipelines.jobs.flow import PIPELINE_PARAMS, deliver, run_once, settings_of
 
 
 def _workload_part_one(mysql: MySQLServer, database: str) -> None:
@@ -81,13 +66,6 @@ def _mysql_rows(mysql: MySQLServer, database: str, table: str) -> tuple[list[str
         return [d[0] for d in cur.description], {tuple(r) for r in cur.fetchall()}
 
 
-def _apply(spark: Any, config: PipelineConfig) -> None:
-    query = start_query(spark, read_stream(spark, config.source), config)
-    query.awaitTermination(timeout=240)
-    assert not query.isActive, "the availableNow query did not finish"
-    assert query.exception() is None, query.exception()
-
-
 def _assert_delta_equals_mysql(spark: Any, mysql: MySQLServer, database: str, config: PipelineConfig) -> None:
     for table in ("acct", "logs"):
         columns, expected = _mysql_rows(mysql, database, table)
@@ -100,30 +78,30 @@ def _assert_delta_equals_mysql(spark: Any, mysql: MySQLServer, database: str, co
 def test_workload_to_delta_equals_mysql_and_replay_changes_nothing(
     mysql: MySQLServer, database: str, kafka: KafkaReference, spark: Any, tmp_path: Path
 ) -> None:
-    settings = ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
+    settings = settings_of(mysql)
     topic = f"e2e-{uuid.uuid4().hex[:8]}"
-    uri = f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true"
+    uri = f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=3&{PIPELINE_PARAMS}"
     start = Checkpoint(start_position(settings), 0)
     store = tmp_path / "changefeed.db"
     source = SourceConfig(kafka.bootstrap_servers, (topic,))
     config = PipelineConfig(source, str(tmp_path / "delta"), str(tmp_path / "checkpoint-1"))
 
     _workload_part_one(mysql, database)
-    _feed(settings, database, uri, start, store)
-    _apply(spark, config)
+    deliver(settings, database, uri, start, store=store)
+    run_once(spark, config)
     _assert_delta_equals_mysql(spark, mysql, database, config)
 
     # More changes, including a new column: the same checkpoint applies only the new records.
     _workload_part_two(mysql, database)
-    _feed(settings, database, uri, start, store)
-    _apply(spark, config)
+    deliver(settings, database, uri, start, store=store)
+    run_once(spark, config)
     _assert_delta_equals_mysql(spark, mysql, database, config)
 
     # Replaying every offset from a new checkpoint into the same tables changes nothing.
     versions = {t: spark.sql(f"DESCRIBE HISTORY delta.`{config.table_path(database, t)}`").count()
                 for t in ("acct", "logs")}
     replay = PipelineConfig(source, config.target_path, str(tmp_path / "checkpoint-2"))
-    _apply(spark, replay)
+    run_once(spark, replay)
     _assert_delta_equals_mysql(spark, mysql, database, config)
     assert versions  # the replay may commit no-op versions; the content is what must not change
 
@@ -136,5 +114,5 @@ def test_workload_to_delta_equals_mysql_and_replay_changes_nothing(
         assert time.monotonic() < deadline, "no micro-batch finished"
         time.sleep(0.2)
     query.stop()
-    _apply(spark, small)
+    run_once(spark, small)
     _assert_delta_equals_mysql(spark, mysql, database, small)

@@ -8,17 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from changefeed.dispatch.router import DispatchRule
-from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint
-from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
-from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
 from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.delta import live_rows
-from spark_pipelines.io.kafka import read_stream
-from spark_pipelines.jobs.apply import start_query
-from tests.changefeed.conftest import options
+from tests.spark_pipelines.jobs.flow import PIPELINE_PARAMS, deliver, run_once, settings_of
 
 
 def _workload(mysql: MySQLServer, database: str, table: str) -> None:
@@ -39,7 +34,7 @@ def _workload(mysql: MySQLServer, database: str, table: str) -> None:
 def test_every_dispatcher_keeps_delta_equal_to_mysql(
     mysql: MySQLServer, database: str, kafka: KafkaReference, spark: Any, tmp_path: Path
 ) -> None:
-    settings = ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
+    settings = settings_of(mysql)
     start = Checkpoint(start_position(settings), 0)
     prefix = f"disp-{uuid.uuid4().hex[:6]}"
     rules = {
@@ -51,22 +46,12 @@ def test_every_dispatcher_keeps_delta_equal_to_mysql(
     }
     for table in rules:
         _workload(mysql, database, table)
-    uri = (f"kafka://{kafka.bootstrap_servers}/{prefix}-rest?partition-num=3&content-compatible=true"
-           "&enable-tidb-extension=true")
-    feed = Changefeed(ChangefeedSpec(
-        f"feed-{prefix}", settings, uri,
-        capture=options(change_filter=ChangeFilter(TableFilter([f"{database}.*"])), blocking=True),
-        rules=tuple(rules.values()), start=start, target=start_position(settings),
-    ))
-    feed.create()
-    feed.start()
-    assert feed.wait(90) and feed.state == "finished", feed.error
+    uri = f"kafka://{kafka.bootstrap_servers}/{prefix}-rest?partition-num=3&{PIPELINE_PARAMS}"
+    deliver(settings, database, uri, start, rules=tuple(rules.values()))
 
     config = PipelineConfig(SourceConfig(kafka.bootstrap_servers, topic_pattern=f"{prefix}-.*"),
                             str(tmp_path / "delta"), str(tmp_path / "checkpoint"))
-    query = start_query(spark, read_stream(spark, config.source), config)
-    query.awaitTermination(timeout=240)
-    assert not query.isActive and query.exception() is None, query.exception()
+    run_once(spark, config)
 
     for table in rules:
         with mysql.connect(database) as conn, conn.cursor() as cur:

@@ -7,18 +7,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint
-from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
-from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
 from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.delta import live_rows
-from spark_pipelines.io.kafka import read_stream
-from spark_pipelines.jobs.apply import start_query
-from tests.changefeed.conftest import options
 from tests.changefeed.source.test_types_roundtrip import COLUMNS, NULLS, ROWS, _insert
+from tests.spark_pipelines.jobs.flow import PIPELINE_PARAMS, deliver, run_once, settings_of
 
 SPARK_TYPES = {
     "id": "bigint", "ti": "tinyint", "tiu": "smallint", "si": "smallint", "siu": "int", "mi": "int",
@@ -60,29 +55,19 @@ def _expected(row: dict[str, Any]) -> dict[str, Any]:
 def test_every_type_lands_in_delta_exactly(
     mysql: MySQLServer, database: str, kafka: KafkaReference, spark: Any, tmp_path: Path
 ) -> None:
-    settings = ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
+    settings = settings_of(mysql)
     start = Checkpoint(start_position(settings), 0)
     mysql.execute(f"CREATE TABLE t ({COLUMNS}) CHARACTER SET utf8mb4", database=database)
     _insert(mysql, database, [*ROWS, NULLS])
     mysql.execute("UPDATE t SET v = 'changed', st = 'y' WHERE id = 7", "DELETE FROM t WHERE id = 0",
                   database=database)
     topic = f"types-{uuid.uuid4().hex[:8]}"
-    uri = (f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=2&content-compatible=true"
-           "&enable-tidb-extension=true")
-    feed = Changefeed(ChangefeedSpec(
-        f"feed-{topic}", settings, uri,
-        capture=options(change_filter=ChangeFilter(TableFilter([f"{database}.*"])), blocking=True),
-        start=start, target=start_position(settings),
-    ))
-    feed.create()
-    feed.start()
-    assert feed.wait(90) and feed.state == "finished", feed.error
+    uri = f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=2&{PIPELINE_PARAMS}"
+    deliver(settings, database, uri, start)
 
     config = PipelineConfig(SourceConfig(kafka.bootstrap_servers, (topic,)), str(tmp_path / "delta"),
                             str(tmp_path / "checkpoint"))
-    query = start_query(spark, read_stream(spark, config.source), config)
-    query.awaitTermination(timeout=240)
-    assert not query.isActive and query.exception() is None, query.exception()
+    run_once(spark, config)
 
     delta = live_rows(spark, config.table_path(database, "t"))
     types = dict(delta.dtypes)

@@ -7,30 +7,19 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint
-from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import start_position
-from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import KafkaReference, MySQLServer
 from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.history import VALID_TO, current_rows
-from spark_pipelines.io.kafka import read_stream
-from spark_pipelines.jobs.apply import start_query
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
-from tests.changefeed.conftest import options
-
-
-def _apply(spark: Any, config: PipelineConfig) -> None:
-    query = start_query(spark, read_stream(spark, config.source), config)
-    query.awaitTermination(timeout=240)
-    assert not query.isActive and query.exception() is None, query.exception()
+from tests.spark_pipelines.jobs.flow import PIPELINE_PARAMS, deliver, run_once, settings_of
 
 
 def test_history_table_keeps_every_version(
     mysql: MySQLServer, database: str, kafka: KafkaReference, spark: Any, tmp_path: Path
 ) -> None:
-    settings = ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
+    settings = settings_of(mysql)
     start = Checkpoint(start_position(settings), 0)
     mysql.execute("CREATE TABLE h (id INT PRIMARY KEY, v VARCHAR(10))", database=database)
     for statement in ("INSERT INTO h VALUES (1, 'a'), (2, 'x'), (3, 'p')", "UPDATE h SET v = 'b' WHERE id = 1",
@@ -38,20 +27,12 @@ def test_history_table_keeps_every_version(
                       "UPDATE h SET id = 30 WHERE id = 3"):
         mysql.execute(statement, database=database)
     topic = f"scd2-{uuid.uuid4().hex[:8]}"
-    uri = (f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=2&content-compatible=true"
-           "&enable-tidb-extension=true")
-    feed = Changefeed(ChangefeedSpec(
-        f"feed-{topic}", settings, uri,
-        capture=options(change_filter=ChangeFilter(TableFilter([f"{database}.*"])), blocking=True),
-        start=start, target=start_position(settings),
-    ))
-    feed.create()
-    feed.start()
-    assert feed.wait(90) and feed.state == "finished", feed.error
+    uri = f"kafka://{kafka.bootstrap_servers}/{topic}?partition-num=2&{PIPELINE_PARAMS}"
+    deliver(settings, database, uri, start)
 
     source = SourceConfig(kafka.bootstrap_servers, (topic,))
     config = PipelineConfig(source, str(tmp_path / "delta"), str(tmp_path / "ckpt-1"), scd_type=2)
-    _apply(spark, config)
+    run_once(spark, config)
     path = config.table_path(database, "h")
     assert {tuple(r) for r in current_rows(spark, path).collect()} == {(1, "c"), (30, "p")}
 
@@ -64,5 +45,5 @@ def test_history_table_keeps_every_version(
     assert [r[VALID_TO] for r in ones[:-1]] == [r[COMMIT_TS] for r in ones[1:]]
 
     replay = PipelineConfig(source, config.target_path, str(tmp_path / "ckpt-2"), scd_type=2)
-    _apply(spark, replay)
+    run_once(spark, replay)
     assert spark.read.format("delta").load(path).count() == len(versions)
