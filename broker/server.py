@@ -35,7 +35,7 @@ _EXPIRY_INTERVAL = 0.5
 def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
     data_dir = config.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    return BrokerState(
+    state = BrokerState(
         config=config,
         topics=TopicRegistry(data_dir / "topics.json"),
         store=store,
@@ -45,8 +45,13 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
             max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
         ),
         offsets=OffsetStore(),
-        producers=ProducerStateManager(),
+        producers=ProducerStateManager(data_dir / "producer-id-block"),
     )
+    state.offsets.journal = state.write_offsets
+    loaded = state.load_offsets()
+    if loaded:
+        log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})
+    return state
 
 
 class BrokerServer:

@@ -1,7 +1,12 @@
-"""Committed consumer offsets per (group, topic, partition)."""
+"""Committed consumer offsets per (group, topic, partition), with an optional journal.
+
+The journal (the `__consumer_offsets` topic, see offsets_topic.py) is written before memory changes,
+so an offset is only reported committed once it is in the log; `load` replays the journal at start.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -12,12 +17,39 @@ class CommittedOffset:
     metadata: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class OffsetChange:
+    topic: str
+    partition: int
+    value: CommittedOffset | None  # None: deleted (a tombstone in the journal)
+
+
+Journal = Callable[[str, list[OffsetChange]], None]
+
+
 class OffsetStore:
-    def __init__(self) -> None:
+    def __init__(self, journal: Journal | None = None) -> None:
+        self.journal = journal
         self._offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
+    def commit_many(self, group: str, changes: list[OffsetChange]) -> None:
+        if not changes:
+            return
+        if self.journal is not None:
+            self.journal(group, changes)
+        for change in changes:
+            self.load(group, change.topic, change.partition, change.value)
+
     def commit(self, group: str, topic: str, partition: int, value: CommittedOffset) -> None:
-        self._offsets.setdefault(group, {})[(topic, partition)] = value
+        self.commit_many(group, [OffsetChange(topic, partition, value)])
+
+    def load(self, group: str, topic: str, partition: int, value: CommittedOffset | None) -> None:
+        """Apply one change to memory only (replay of the journal)."""
+        offsets = self._offsets.setdefault(group, {})
+        if value is None:
+            offsets.pop((topic, partition), None)
+        else:
+            offsets[(topic, partition)] = value
 
     def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._offsets.get(group, {}).get((topic, partition))
@@ -29,9 +61,9 @@ class OffsetStore:
         return [group for group, offsets in self._offsets.items() if offsets]
 
     def delete_group(self, group: str) -> None:
+        self.commit_many(group, [OffsetChange(t, p, None) for t, p in self.partitions(group)])
         self._offsets.pop(group, None)
 
     def delete_topic(self, topic: str) -> None:
-        for offsets in self._offsets.values():
-            for key in [key for key in offsets if key[0] == topic]:
-                del offsets[key]
+        for group in self.groups():
+            self.commit_many(group, [OffsetChange(t, p, None) for t, p in self.partitions(group) if t == topic])

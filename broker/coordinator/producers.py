@@ -4,12 +4,22 @@ Per (producer id, topic, partition) the broker remembers the epoch and the last 
 (first/last sequence and offsets), like Kafka's ProducerStateEntry: a batch equal to one of them is a
 retry and is acknowledged with its original offsets without a second append; any other batch must
 continue the sequence exactly, or it is rejected with OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+Across restarts: producer ids come in blocks whose end is written to `<data dir>/producer-id-block`
+before any id of the block is handed out (as Kafka's controller allocates blocks), so no id is ever
+reused; the per-partition state is restored from the state a persistent log keeps with its data
+(`restore`, called when the broker opens a partition). A restored entry knows only the last batch's
+last sequence and offset, which is what a retry of that batch and the next sequence check need.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -18,6 +28,21 @@ from broker.protocol.records import BatchHeader
 
 _MAX_CACHED_BATCHES = 5
 _SEQUENCE_MODULUS = 1 << 31
+_BLOCK_SIZE = 1000
+UNKNOWN_SEQUENCE = -1
+
+
+class PersistedProducer(Protocol):
+    """What a log's producer-state table remembers per producer (broker/storage/producer_state.py)."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,26 +60,43 @@ class _Entry:
 
 
 class ProducerStateManager:
-    def __init__(self, first_producer_id: int = 1000) -> None:
-        self._next_id = first_producer_id
-        self._epochs: dict[int, int] = {}
+    def __init__(self, block_file: Path | None = None, first_producer_id: int = 1000) -> None:
+        self._block_file = block_file
+        start = first_producer_id
+        if block_file is not None and block_file.exists():
+            start = max(start, int(block_file.read_text(encoding="utf-8").strip() or 0))
+        self._next_id = self._block_end = start
         self._entries: dict[tuple[int, str, int], _Entry] = {}
 
-    def init_producer_id(self, producer_id: int = -1, epoch: int = -1) -> tuple[int, int]:
-        """A new producer id at epoch 0, or (KIP-360) the given id with its epoch bumped."""
-        if producer_id >= 0:
-            current = self._epochs.get(producer_id)
-            if current is None or current != epoch:
-                raise KafkaApiError(
-                    ErrorCode.invalid_producer_epoch,
-                    f"producer {producer_id} epoch {epoch} is not the current epoch {current}",
-                )
-            self._epochs[producer_id] = epoch + 1
-            return producer_id, epoch + 1
+    def init_producer_id(self) -> tuple[int, int]:
+        """A new producer id at epoch 0. As in Kafka, an idempotent (non-transactional) producer asking
+        to bump its epoch (KIP-360) also gets a fresh id: its old sequences cannot clash with it."""
+        if self._next_id >= self._block_end:
+            self._reserve_block()
         producer_id = self._next_id
         self._next_id += 1
-        self._epochs[producer_id] = 0
         return producer_id, 0
+
+    def _reserve_block(self) -> None:
+        end = self._next_id + _BLOCK_SIZE
+        if self._block_file is not None:
+            temporary = self._block_file.with_suffix(".tmp")
+            with temporary.open("w", encoding="utf-8") as handle:
+                handle.write(f"{end}\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self._block_file)
+        self._block_end = end
+
+    def restore(self, topic: str, partition: int, producers: Iterable[PersistedProducer]) -> None:
+        """Seed one partition's state from what its log persisted (after a restart)."""
+        for entry in producers:
+            state = _Entry(entry.epoch)
+            state.batches.append(BatchMetadata(UNKNOWN_SEQUENCE, entry.last_sequence, UNKNOWN_SEQUENCE,
+                                               entry.last_offset))
+            self._entries[(entry.producer_id, topic, partition)] = state
+            if entry.producer_id >= self._next_id:  # never hand out an id a log already holds
+                self._next_id = entry.producer_id + 1
 
     def check(self, topic: str, partition: int, batch: BatchHeader) -> BatchMetadata | None:
         """Validate a batch before append. Returns the original metadata when it is a duplicate."""
@@ -75,8 +117,13 @@ class ProducerStateManager:
                 f"producer {batch.producer_id} epoch {batch.producer_epoch} is older than {entry.epoch}",
             )
         for cached in entry.batches:
-            if cached.first_sequence == batch.base_sequence and cached.last_sequence == batch.last_sequence:
+            if cached.last_sequence != batch.last_sequence:
+                continue
+            if cached.first_sequence == batch.base_sequence:
                 return cached
+            if cached.first_sequence == UNKNOWN_SEQUENCE:  # restored: only the last batch's end is known
+                base = cached.last_offset - batch.last_offset_delta
+                return BatchMetadata(batch.base_sequence, batch.last_sequence, base, cached.last_offset)
         expected = (entry.batches[-1].last_sequence + 1) % _SEQUENCE_MODULUS if entry.batches else 0
         if batch.base_sequence != expected:
             raise KafkaApiError(
@@ -98,4 +145,3 @@ class ProducerStateManager:
                 batch.base_sequence, batch.last_sequence, base_offset, base_offset + batch.last_offset_delta
             )
         )
-        self._epochs[batch.producer_id] = max(self._epochs.get(batch.producer_id, 0), batch.producer_epoch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -12,7 +13,8 @@ from kio.schema.errors import ErrorCode
 from broker.config import BrokerConfig
 from broker.config_catalog import topic_entry
 from broker.coordinator.groups import GroupCoordinator
-from broker.coordinator.offsets import OffsetStore
+from broker.coordinator.offsets import OffsetChange, OffsetStore
+from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, encode_batch, partition_for, replay
 from broker.coordinator.producers import ProducerStateManager
 from broker.log_store import LogConfig, LogStore, PartitionLog
 from broker.protocol.errors import KafkaApiError
@@ -43,6 +45,14 @@ class ReconfigurableStore(Protocol):
     """A store that can take new topic configs for an open log (retention, segments, timestamp type)."""
 
     def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None: ...
+
+
+@runtime_checkable
+class ProducerStateLog(Protocol):
+    """A log that keeps its producers' state with its data (the disk store: `producers.entries`)."""
+
+    @property
+    def producers(self) -> Any: ...
 
 
 @dataclass
@@ -84,6 +94,8 @@ class BrokerState:
         log = self._logs.get(key)
         if log is None:
             log = self._logs[key] = self.store.open(topic.name, partition, self.log_config(topic))
+            if isinstance(log, ProducerStateLog):
+                self.producers.restore(topic.name, partition, log.producers.entries.values())
         return log
 
     def require_topic(self, name: str) -> Topic:
@@ -102,9 +114,33 @@ class BrokerState:
 
     def auto_create(self, name: str) -> Topic | None:
         """Create `name` with the broker defaults when auto.create.topics.enable allows it."""
+        if name == OFFSETS_TOPIC:
+            return self.offsets_topic()  # internal: always its own partition count and compaction
         if not self.config.bool("auto.create.topics.enable"):
             return None
         return self.create_topic(name, -1, {})
+
+    # --- committed offsets in __consumer_offsets ----------------------------------------------
+
+    def offsets_topic(self) -> Topic:
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            partitions = self.config.int("offsets.topic.num.partitions")
+            topic = self.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIGS))
+        return topic
+
+    def write_offsets(self, group: str, changes: list[OffsetChange]) -> None:
+        """The OffsetStore's journal: one record batch per commit, in the group's partition."""
+        topic = self.offsets_topic()
+        plog = self.log(topic, partition_for(group, topic.partitions))
+        plog.append(encode_batch(group, changes, int(time.time() * 1000)), leader_epoch=0)
+
+    def load_offsets(self) -> int:
+        """Replay __consumer_offsets into memory (at start); returns the number of records applied."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return 0
+        return sum(replay(self.log(topic, index), self.offsets.load) for index in range(topic.partitions))
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.delete(name)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.config_catalog import TOPIC_CONFIGS, InvalidConfig, topic_entry, validate_topic_config
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -17,8 +16,8 @@ from broker.topics import validate_name
 
 def _configs(state: BrokerState, cls: Any, configs: dict[str, str]) -> tuple[Any, ...]:
     """Every topic config with its effective value (v5+; Java's admin needs the list, even when empty)."""
-    if not hasattr(sys.modules[cls.__module__], "CreatableTopicConfigs"):
-        return ()  # before v5 the response has no config list
+    if not has_field(nested(cls, "CreatableTopicResult"), "configs"):
+        return ()  # before v5
     config_cls = nested(cls, "CreatableTopicConfigs")
     entries = (topic_entry(state.config, configs, name) for name in TOPIC_CONFIGS)
     return tuple(build(config_cls, name=e.definition.name, value=e.value, read_only=e.read_only,

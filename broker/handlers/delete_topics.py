@@ -33,6 +33,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 raise KafkaApiError(ErrorCode.invalid_request, "delete needs a topic name or id")
             topic = state.require_topic(name)
             topic_id = topic.topic_id
+            if topic.is_internal:
+                raise KafkaApiError(ErrorCode.invalid_request, f"topic {name!r} is internal and cannot be deleted")
             state.delete_topic(name)
             state.offsets.delete_topic(name)
             code, message = ErrorCode.none, None

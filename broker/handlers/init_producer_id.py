@@ -21,9 +21,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 ErrorCode.transactional_id_authorization_failed,
                 "transactions are not supported by this broker yet; use idempotence without transactional.id",
             )
-        producer_id, epoch = state.producers.init_producer_id(
-            getattr(body, "producer_id", -1), getattr(body, "producer_epoch", -1)
-        )
+        producer_id, epoch = state.producers.init_producer_id()
         code = ErrorCode.none
     except KafkaApiError as exc:
         producer_id, epoch, code = -1, -1, exc.code

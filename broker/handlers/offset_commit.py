@@ -1,40 +1,63 @@
-"""OffsetCommit (8): store committed offsets after checking the member's generation."""
+"""OffsetCommit (8): store committed offsets after checking the member's generation.
+
+All partitions of one request go to `__consumer_offsets` as one record batch, so a commit is
+persisted whole or not at all.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator.offsets import CommittedOffset
+from broker.coordinator.offsets import CommittedOffset, OffsetChange
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 
+log = logging.getLogger("broker.offsets")
 
-async def handle(state: BrokerState, request: Request) -> Any:
-    body = request.body
-    cls = response_class(request.header.api_key, request.header.api_version)
+
+def _codes(state: BrokerState, body: Any) -> tuple[dict[tuple[str, int], ErrorCode], list[OffsetChange]]:
     try:
         state.groups.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id)
         group_error = ErrorCode.none
     except KafkaApiError as exc:
         group_error = exc.code
-    partition_cls = nested(cls, "OffsetCommitResponsePartition")
-    topics = []
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    changes = []
     for topic in body.topics:
         known = state.topics.get(topic.name)
-        answers = []
         for part in topic.partitions:
             code = group_error
             if code is ErrorCode.none and (known is None or not 0 <= part.partition_index < known.partitions):
                 code = ErrorCode.unknown_topic_or_partition
+            codes[(topic.name, part.partition_index)] = code
             if code is ErrorCode.none:
                 value = CommittedOffset(
                     part.committed_offset, getattr(part, "committed_leader_epoch", -1), part.committed_metadata
                 )
-                state.offsets.commit(body.group_id, topic.name, part.partition_index, value)
-            answers.append(build(partition_cls, partition_index=part.partition_index, error_code=code))
-        topics.append(build(nested(cls, "OffsetCommitResponseTopic"), name=topic.name, partitions=tuple(answers)))
-    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics))
+                changes.append(OffsetChange(topic.name, part.partition_index, value))
+    return codes, changes
+
+
+async def handle(state: BrokerState, request: Request) -> Any:
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    codes, changes = _codes(state, body)
+    try:
+        state.offsets.commit_many(body.group_id, changes)
+    except (KafkaApiError, OSError) as exc:
+        log.error("could not store offsets of group %r: %s", body.group_id, exc)
+        for change in changes:
+            codes[(change.topic, change.partition)] = ErrorCode.coordinator_not_available  # retriable
+    partition_cls = nested(cls, "OffsetCommitResponsePartition")
+    topics = tuple(
+        build(nested(cls, "OffsetCommitResponseTopic"), name=topic.name, partitions=tuple(
+            build(partition_cls, partition_index=p.partition_index, error_code=codes[(topic.name, p.partition_index)])
+            for p in topic.partitions))
+        for topic in body.topics
+    )  # fmt: skip
+    return build(cls, throttle_time=NO_THROTTLE, topics=topics)

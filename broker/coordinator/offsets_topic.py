@@ -1,0 +1,135 @@
+"""Committed offsets kept in the internal compacted topic `__consumer_offsets`, as Kafka keeps them.
+
+Each OffsetCommit appends one record batch (a record per partition, key group/topic/partition) to the
+partition `abs(javaHashCode(group)) % partitions`; deletes append tombstones. On start the broker
+replays every partition into the in-memory `OffsetStore`, so offsets survive a restart with any
+`LogStore` that persists (the disk store), and compaction keeps the topic small.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import logging
+import os
+import struct
+from collections.abc import Callable, Iterator
+
+from kio.records.readers import read_batch
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_new_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+from broker.coordinator.offsets import CommittedOffset, OffsetChange
+from broker.coordinator.offsets_codec import (
+    OffsetKey,
+    OffsetRecordError,
+    OffsetValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from broker.log_store import FileRange, PartitionLog
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# offsets.topic.segment.bytes default; compaction needs closed segments, so not 1 GiB.
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
+_READ_BYTES = 1 << 20
+_BATCH_PREFIX = struct.Struct(">qi11xi")  # base offset, batch length, (epoch magic crc attributes), last delta
+
+log = logging.getLogger("broker.offsets")
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (int32 over UTF-16 code units)."""
+    value = 0
+    data = text.encode("utf-16-be")
+    for index in range(0, len(data), 2):
+        value = (31 * value + (data[index] << 8 | data[index + 1])) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def partition_for(group: str, partitions: int) -> int:
+    """Kafka's `Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`."""
+    code = java_string_hash(group)
+    return (0 if code == -(1 << 31) else abs(code)) % partitions
+
+
+def encode_batch(group: str, changes: list[OffsetChange], now_ms: int) -> bytes:
+    stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
+    records = tuple(
+        Record(
+            attributes=i8(0), timestamp=stamp, offset=i64(index),
+            key=encode_key(OffsetKey(group, change.topic, change.partition)),
+            value=None if change.value is None else encode_value(
+                OffsetValue(change.value.offset, change.value.leader_epoch, change.value.metadata, now_ms)),
+            headers=(),
+        )
+        for index, change in enumerate(changes)
+    )  # fmt: skip
+    buffer = io.BytesIO()
+    write_new_batch(buffer, NewRecordBatch(producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1),
+                                           records=records, attributes=i16(0)))
+    return buffer.getvalue()
+
+
+def _batches(plog: PartitionLog) -> Iterator[bytes]:
+    """Every whole record batch from the log start to its end; file ranges are read with pread."""
+    offset, max_bytes = plog.log_start_offset, _READ_BYTES
+    while offset < plog.log_end_offset:
+        data = b"".join(_materialize(chunk) for chunk in plog.read(offset, max_bytes).chunks)
+        position, progressed = 0, False
+        while position + _BATCH_PREFIX.size <= len(data):
+            base, length, last_delta = _BATCH_PREFIX.unpack_from(data, position)
+            end = position + 12 + length
+            if length < 0 or end > len(data):
+                break  # a read cut inside a batch: the next read starts at it
+            if base + last_delta >= offset:
+                yield data[position:end]
+            offset, progressed, position = max(offset, base + last_delta + 1), True, end
+        if not progressed:
+            if not data or max_bytes >= 1 << 30:
+                return
+            max_bytes *= 2  # one batch larger than a read
+
+
+def _materialize(chunk: bytes | FileRange) -> bytes:
+    if isinstance(chunk, bytes):
+        return chunk
+    descriptor = os.open(chunk.path, os.O_RDONLY)
+    try:
+        return os.pread(descriptor, chunk.size, chunk.position)
+    finally:
+        os.close(descriptor)
+
+
+Apply = Callable[[str, str, int, CommittedOffset | None], None]
+
+
+def replay(plog: PartitionLog, apply: Apply) -> int:
+    """Feed every offset record of one partition to `apply(group, topic, partition, value)`, in log
+    order (later records win); returns how many were applied. Unreadable records are skipped with a
+    log line, never fatal: a broker that cannot read one offset still starts."""
+    applied = 0
+    for data in _batches(plog):
+        try:
+            batch, _ = read_batch(data, 0)
+        except ValueError as exc:  # bad CRC, compressed or malformed records
+            log.warning("skipping an unreadable %s batch: %s", OFFSETS_TOPIC, exc)
+            continue
+        for record in batch.records:
+            try:
+                if record.key is None:
+                    continue
+                key = decode_key(record.key)
+                if not isinstance(key, OffsetKey):
+                    continue  # group metadata: members rejoin after a restart, only offsets matter
+                value = None if record.value is None else decode_value(record.value)
+            except OffsetRecordError as exc:
+                log.warning("skipping unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, exc)
+                continue
+            committed = None if value is None else CommittedOffset(value.offset, value.leader_epoch, value.metadata)
+            apply(key.group, key.topic, key.partition, committed)
+            applied += 1
+    return applied
