@@ -84,13 +84,13 @@ class ApplyBatch:
     def __init__(self, config: PipelineConfig) -> None:
         self.config = config
         self.app_id = app_id_for(config.checkpoint)
-        self.reports: list[BatchReport] = []
+        self.last_report: BatchReport | None = None  # only the last: a stream runs for months
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         spark = records.sparkSession
         messages = parse_messages(records).persist()
         try:
-            self.reports.append(self._apply(spark, messages, batch_id))
+            self.last_report = self._apply(spark, messages, batch_id)
         finally:
             messages.unpersist()
 
