@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
+from typing import Any
 
 from confluent_kafka import Consumer
 
+from broker.coordinator.offsets_topic import partition_for
 from lakefeed_testing.kafka_reference import run_kafka_tool
 from tests.broker.conftest import BrokerProcess
 
@@ -57,9 +60,28 @@ def test_console_producer_consumer_groups_and_offsets(broker: BrokerProcess, top
     rows = _rows(_tool(broker, "kafka-consumer-groups", "--describe", "--group", group), group)
     # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...: everything consumed was committed.
     assert {(int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows} == {(p, end, end, "0") for p, end in ends.items()}
+    # Kafka's own formatter reads our __consumer_offsets records: same key and value layouts.
+    partition = partition_for(group, 50)
+    records = _tool(broker, "kafka-console-consumer", "--topic", "__consumer_offsets", "--partition", str(partition),
+                    "--offset", "earliest", "--timeout-ms", "3000", "--formatter",
+                    "org.apache.kafka.tools.consumer.OffsetsMessageFormatter")
+    stored = [r for r in _json_objects(records) if r["key"]["data"].get("group") == group]
+    assert {(r["key"]["data"]["partition"], r["value"]["data"]["offset"]) for r in stored} >= set(ends.items())
     _tool(broker, "kafka-delete-records", "--offset-json-file", _offsets_file(broker, topic_name, ends[0]))
     earliest = _tool(broker, "kafka-get-offsets", "--topic", topic_name, "--time", "-2", "--partitions", "0")
     assert earliest.strip() == f"{topic_name}:0:{ends[0]}"
+
+
+def _json_objects(text: str) -> list[Any]:
+    """The formatter writes one JSON object per record without a separator."""
+    decoder, objects, position = json.JSONDecoder(), [], 0
+    text = text.strip()
+    while position < len(text):
+        value, position = decoder.raw_decode(text, position)
+        objects.append(value)
+        while position < len(text) and text[position].isspace():
+            position += 1
+    return objects
 
 
 def _offsets_file(broker: BrokerProcess, topic: str, offset: int) -> str:

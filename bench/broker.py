@@ -1,0 +1,175 @@
+"""Broker throughput and produce latency: our broker vs Apache Kafka, side by side in one run.
+
+    .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500]
+
+For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-partition topic of each broker
+(both run on this machine, one after the other, never at the same time, after a warm-up round each):
+- produce: confluent-kafka Producer (linger.ms=5, no compression) sends N records as fast as it can,
+  until every delivery is acknowledged: MB/s and records/s;
+- consume: a Consumer reads those N records back from the beginning: MB/s and records/s;
+- latency: a Producer with linger.ms=0 sends `--rate` records/s for `--latency-seconds`; each record's
+  produce() -> acknowledgement time is librdkafka's own `Message.latency()`: p50 and p99.
+Our broker is the real `broker start` process with its disk store; Kafka is the 4.3 reference (KRaft).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lakefeed_testing.kafka_reference import kafka_reference
+from lakefeed_testing.own_broker import OwnBroker
+
+
+@dataclass(frozen=True)
+class Result:
+    produce_mb: float
+    produce_rate: float
+    consume_mb: float
+    consume_rate: float
+    p50_ms: float
+    p99_ms: float
+
+
+def _topic(bootstrap: str) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+    return name
+
+
+def _produce(bootstrap: str, topic: str, payload: bytes, count: int, acks: str) -> float:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 160_000,  # under the 200 kB message.max.bytes OwnBroker sets
+                         "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False})
+    errors: list[Any] = []
+
+    def report(error: Any, _message: Any) -> None:
+        if error is not None:
+            errors.append(error)
+
+    started = time.perf_counter()
+    for _ in range(count):
+        try:
+            producer.produce(topic, payload, on_delivery=report)
+        except BufferError:
+            producer.poll(0.01)
+            producer.produce(topic, payload, on_delivery=report)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    if remaining or errors:
+        raise click.ClickException(f"produce to {bootstrap}: {remaining} unacknowledged, errors {errors[:3]}")
+    return elapsed
+
+
+def _consume(bootstrap: str, topic: str, count: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
+                         "max.partition.fetch.bytes": 10_485_760})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    started = time.perf_counter()
+    deadline = started + 120
+    while seen < count and time.perf_counter() < deadline:
+        seen += sum(1 for m in consumer.consume(10_000, 0.5) if m.error() is None)
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    if seen < count:
+        raise click.ClickException(f"consume from {bootstrap}: {seen} of {count} records in 120 s")
+    return elapsed
+
+
+def _latency(bootstrap: str, topic: str, payload: bytes, acks: str, seconds: float, rate: int) -> list[float]:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    latencies: list[float] = []
+
+    def report(error: Any, message: Any) -> None:
+        if error is None:
+            latencies.append(message.latency() * 1000)
+
+    producer.produce(topic, payload)  # connect and fetch metadata outside the measurement
+    producer.flush(30)
+    interval = 1 / rate
+    started = time.perf_counter()
+    for index in range(int(seconds * rate)):
+        delay = started + index * interval - time.perf_counter()
+        if delay > 0:
+            producer.poll(delay)
+        producer.produce(topic, payload, on_delivery=report)
+        producer.poll(0)
+    producer.flush(30)
+    return latencies
+
+
+def _measure(bootstrap: str, size: int, count: int, acks: str, seconds: float, rate: int) -> Result:
+    payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    topic = _topic(bootstrap)
+    produce_s = _produce(bootstrap, topic, payload, count, acks)
+    consume_s = _consume(bootstrap, topic, count)
+    latencies = sorted(_latency(bootstrap, _topic(bootstrap), payload, acks, seconds, rate))
+    megabytes = size * count / 1e6
+    return Result(
+        megabytes / produce_s, count / produce_s, megabytes / consume_s, count / consume_s,
+        statistics.median(latencies), latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+    )
+
+
+def _table(rows: list[tuple[str, Result, Result]]) -> str:
+    metrics: list[tuple[str, Callable[[Result], float], str]] = [
+        ("produce MB/s", lambda r: r.produce_mb, "{:.1f}"),
+        ("produce records/s", lambda r: r.produce_rate, "{:,.0f}"),
+        ("consume MB/s", lambda r: r.consume_mb, "{:.1f}"),
+        ("consume records/s", lambda r: r.consume_rate, "{:,.0f}"),
+        ("produce latency p50 ms", lambda r: r.p50_ms, "{:.2f}"),
+        ("produce latency p99 ms", lambda r: r.p99_ms, "{:.2f}"),
+    ]
+    lines = ["| case | metric | ours | Kafka | ours/Kafka |", "|---|---|---:|---:|---:|"]
+    for case, ours, kafka in rows:
+        for name, get, fmt in metrics:
+            ratio = get(ours) / get(kafka) if get(kafka) else float("nan")
+            lines.append(f"| {case} | {name} | {fmt.format(get(ours))} | {fmt.format(get(kafka))} | {ratio:.2f}x |")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("--small", default=150_000, show_default=True, help="records per produce/consume run at 100 B")
+@click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
+@click.option("--latency-seconds", default=3.0, show_default=True)
+@click.option("--rate", default=500, show_default=True, help="records/s during the latency runs")
+def main(small: int, large: int, latency_seconds: float, rate: int) -> None:
+    """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
+    cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
+    rows: list[tuple[str, Result, Result]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, kafka_reference() as kafka:
+        ours = OwnBroker(Path(root))
+        ours.start()
+        try:
+            click.echo("warming up both brokers (the JVM's JIT, our imports) ...", err=True)
+            for bootstrap in (ours.bootstrap, kafka.bootstrap_servers):
+                _measure(bootstrap, 1024, min(large, 10_000), "all", 1.0, rate)
+            for size, count, acks in cases:
+                case = f"{size} B, acks={acks}, {count:,} records"
+                click.echo(f"running {case} ...", err=True)
+                mine = _measure(ours.bootstrap, size, count, acks, latency_seconds, rate)
+                theirs = _measure(kafka.bootstrap_servers, size, count, acks, latency_seconds, rate)
+                rows.append((case, mine, theirs))
+        finally:
+            ours.stop()
+    click.echo(_table(rows))
+
+
+if __name__ == "__main__":
+    main()
