@@ -1,4 +1,4 @@
-"""Table-level DDL on the Delta tables: TRUNCATE/DROP TABLE (tombstones) and RENAME TABLE (rows move).
+"""Table-level DDL on the Delta tables: CREATE TABLE, TRUNCATE/DROP TABLE (tombstones), RENAME TABLE (rows move).
 
 A DDL at sequence S is applied between the rows before and after it (jobs/apply.py). Everything here
 is replay-safe: applying a DDL again, or replaying the topic from a new checkpoint, leaves the tables
@@ -11,9 +11,12 @@ from typing import Any
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_pipelines.io.delta import DELETED, SEQ_TYPE, exists, table_properties, table_ref
-from spark_pipelines.transforms.parse import SEQ
+from spark_pipelines.io.history import VALID_TO
+from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
+from spark_pipelines.transforms.rows import TableShape
 
 
 def seq_literal(seq: Any) -> Column:
@@ -74,15 +77,40 @@ def move_tables(spark: Any, moves: Mapping[str, str], floor: Any, *, change_data
                 .withColumn(SEQ, seq_literal(floor).cast(SEQ_TYPE)))
         staged[target] = rows.localCheckpoint(eager=True)  # the source may be rewritten before we write
     for target, rows in staged.items():
-        if not exists(spark, target):
-            builder = DeltaTable.createIfNotExists(spark).location(target)
-            for field in rows.schema.fields:
-                builder = builder.addColumn(field.name, field.dataType)
-            for key, value in table_properties(change_data_feed).items():
-                builder = builder.property(key, value)
-            builder.execute()
-        # The floor first: a crash before the rows are written redoes both (the target is not yet applied).
-        _set_floor(spark, target, floor)
-        # One commit replaces the rows and the columns the name held before (a dropped table's).
-        rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
+        _replace(spark, target, rows, floor, change_data_feed)
     return sorted(staged)
+
+
+def _replace(spark: Any, target: str, rows: DataFrame, floor: Any, change_data_feed: bool) -> None:
+    if not exists(spark, target):
+        builder = DeltaTable.createIfNotExists(spark).location(target)
+        for field in rows.schema.fields:
+            builder = builder.addColumn(field.name, field.dataType)
+        for key, value in table_properties(change_data_feed).items():
+            builder = builder.property(key, value)
+        builder.execute()
+    # The floor first: a crash before the rows are written redoes both (the target is not yet applied).
+    _set_floor(spark, target, floor)
+    # One commit replaces the rows and the columns the name held before (a dropped table's).
+    rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
+
+
+def create_table(spark: Any, path: str, shape: TableShape, floor: Any, *, history: bool = False,
+                 change_data_feed: bool = False) -> bool:
+    """CREATE TABLE at `floor`: an empty table with the statement's columns, `floor` as its floor (the
+    rows of a table dropped before under this name stay out, also in a replay). Nothing happens when
+    the table holds a row at or after `floor` (applied before) or a live row before it (the statement
+    was CREATE TABLE IF NOT EXISTS on an existing table, which MySQL logs too). True when created."""
+    if exists(spark, path):
+        table = spark.read.format("delta").load(path)
+        live = F.col(VALID_TO).isNull() if VALID_TO in table.columns else ~F.col(DELETED)
+        if table.where((F.col(SEQ) >= seq_literal(floor)) | live).limit(1).count():
+            return False
+    schema = T.StructType([
+        *[T.StructField(name, ctype.spark_type) for name, ctype in shape.columns],
+        T.StructField(SEQ, SEQ_TYPE), T.StructField(DELETED, T.BooleanType()),
+        T.StructField(COMMIT_TS, T.TimestampType()),
+        *([T.StructField(VALID_TO, T.TimestampType())] if history else []),
+    ])
+    _replace(spark, path, spark.createDataFrame([], schema), floor, change_data_feed)
+    return True

@@ -6,9 +6,11 @@ Row changes of a segment are merged newest-per-key with the sequence guard (io/d
 Between segments come the DDL the tables must follow: TRUNCATE and DROP TABLE at sequence S turn every
 row older than S into a tombstone at S (so a replayed older insert cannot bring it back; DROP follows
 `target.on_drop_table`); RENAME TABLE moves the rows to the new name (`target.on_rename_table`); ALTER
-TABLE drops and renames columns (Delta column mapping). New columns and widened types need no DDL: the
-rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of other partitions needs
-the commit timestamp in every message (`enable-tidb-extension=true` on the changefeed).
+TABLE drops and renames columns (Delta column mapping); CREATE TABLE creates the Delta table (when
+transforms/create_table.py can read its columns; else the first row does). New columns and widened
+types need no DDL: the rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of
+other partitions needs the commit timestamp in every message (`enable-tidb-extension=true` on the
+changefeed).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from spark_pipelines.errors import MessageError
 from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q, table_ref
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
-from spark_pipelines.io.tables import empty_table, move_tables, seq_literal, table_floor
+from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
 from spark_pipelines.transforms.column_ddl import DropColumn, column_changes
+from spark_pipelines.transforms.create_table import created_shape
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
@@ -35,8 +38,8 @@ from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
 from spark_pipelines.transforms.table_ddl import TableName, final_sources, table_renames
 
 log = logging.getLogger(__name__)
-TRUNCATE, DROP, RENAME, ALTER = "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
-TABLE_DDL = (TRUNCATE, DROP, RENAME, ALTER)
+CREATE, TRUNCATE, DROP, RENAME, ALTER = "CREATE", "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
+TABLE_DDL = (CREATE, TRUNCATE, DROP, RENAME, ALTER)
 SEGMENTS_PER_BATCH = 10_000  # txnVersion = batch id * this + segment: increasing across batches
 
 
@@ -72,6 +75,8 @@ def _relevant(ddl: Any) -> bool:
     sql = ddl["sql"] or ""
     if ddl["type"] == RENAME:
         return bool(table_renames(sql, ddl["database"]))
+    if ddl["type"] == CREATE:
+        return created_shape(sql, ddl["database"]) is not None
     return ddl["type"] in (TRUNCATE, DROP) or bool(column_changes(sql))
 
 
@@ -136,13 +141,17 @@ class ApplyBatch:
 
     def _merge(self, spark: Any, segment: DataFrame, txn: Txn) -> set[str]:
         keeps = self.config.tables.keeps
-        shapes = fold_shapes(row for row in shape_rows(segment).collect() if keeps(row["database"], row["table"]))
+        layouts = [row for row in shape_rows(segment).collect() if keeps(row["database"], row["table"])]
+        # A table created or renamed into this name at its floor: older changes belonged to a table
+        # that held the name before (a replay sends them again); neither their rows nor columns apply.
+        floors = {name: self._floor(spark, *name) for name in {(r["database"], r["table"]) for r in layouts}}
+        shapes = fold_shapes(row for row in layouts if (floor := floors[(row["database"], row["table"])]) is None
+                             or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"]))
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
             ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
             changes = changes_of(segment, shape, self.config.source_time_zone)
-            floor = table_floor(spark, path)
-            if floor is not None:  # changes of a table that held this name before a RENAME TABLE
+            if (floor := floors[(database, table)]) is not None:
                 changes = changes.where(F.col(SEQ) > seq_literal(floor))
             if self.config.scd_type == 2:
                 ensure_history_column(spark, path)
@@ -150,6 +159,10 @@ class ApplyBatch:
             else:
                 merge_latest(spark, path, latest_per_key(changes, shape.primary_key), shape, txn)
         return {f"{database}.{table}" for database, table in shapes}
+
+    def _floor(self, spark: Any, database: str, table: str) -> dict[str, int] | None:
+        path = self.config.table_path(database, table)
+        return table_floor(spark, path) if exists(spark, path) else None
 
     def _apply_ddl(self, spark: Any, ddl: Any) -> set[str]:
         """Apply one schema change; returns the tables ("database.table") whose Delta table it wrote."""
@@ -161,6 +174,12 @@ class ApplyBatch:
             log.info("kept %s.%s as it was (on_drop_table: ignore)", ddl["database"], ddl["table"])
             return set()
         path = self.config.table_path(ddl["database"], ddl["table"])
+        if ddl["type"] == CREATE:
+            shape = created_shape(ddl["sql"], ddl["database"])
+            assert shape is not None  # schema_changes keeps only CREATE TABLE it can read
+            created = create_table(spark, path, shape, ddl[SEQ], history=self.config.scd_type == 2,
+                                   change_data_feed=self.config.maintenance.change_data_feed)
+            return {f"{ddl['database']}.{ddl['table']}"} if created else set()
         if not exists(spark, path):
             return set()
         if ddl["type"] in (TRUNCATE, DROP):

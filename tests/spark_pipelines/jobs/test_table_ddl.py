@@ -1,5 +1,6 @@
-"""Table-level DDL through ApplyBatch on real Delta: RENAME TABLE (plain, onto a dropped name, a swap)
-moves rows, the tables config filters and renames, DROP TABLE per policy; applying the batch again from
+"""Table-level DDL through ApplyBatch on real Delta: CREATE TABLE makes the table (also over a dropped
+one with other columns; IF NOT EXISTS on a live one does nothing), RENAME TABLE (plain, onto a dropped
+name, a swap) moves rows, the tables config filters and renames, DROP TABLE per policy; applying the batch again from
 a new checkpoint (a replay) changes nothing."""
 
 from pathlib import Path
@@ -31,6 +32,11 @@ BATCH = [
     _ins("c", 4, "c4", 15),
     _ddl("d", "ERASE", "DROP TABLE d", 16),
     _ddl("e", "RENAME", "ALTER TABLE e RENAME TO tmp_e", 17),  # renamed into the excluded names
+    _ddl("f", "CREATE", "CREATE TABLE f (id INT PRIMARY KEY, amount DECIMAL(8,2) NOT NULL)", 18),
+    _ins("g", 1, "old g", 19), _ddl("g", "ERASE", "DROP TABLE g", 20),
+    _ddl("g", "CREATE", "CREATE TABLE g (id INT PRIMARY KEY, qty INT)", 21),
+    dml("g", "INSERT", {"id": "5", "qty": "1"}, types={"id": "int", "qty": "int"}, commit_ts=22 << 18, es=22),
+    _ins("h", 1, "h1", 23), _ddl("h", "CREATE", "CREATE TABLE IF NOT EXISTS h (id INT PRIMARY KEY, x INT)", 24),
 ]
 
 
@@ -45,10 +51,11 @@ def _config(tmp_path: Path, checkpoint: str, on_drop: str = "tombstone", optimiz
 
 def _snapshot(spark: Any, config: PipelineConfig) -> dict[str, list[tuple[Any, ...]]]:
     found = {}
-    for table in ("a", "b", "c", "d", "e", "tmp", "tmp_x", "tmp_e"):
+    for table in ("a", "b", "c", "d", "e", "f", "g", "h", "tmp", "tmp_x", "tmp_e"):
         path = config.table_path("shop", table)
         if exists(spark, path):
-            found[table] = sorted(tuple(r) for r in live_rows(spark, path).collect())
+            rows = live_rows(spark, path)
+            found[table] = [tuple(f.simpleString() for f in rows.schema), *sorted(tuple(r) for r in rows.collect())]
     return found
 
 
@@ -56,12 +63,16 @@ def test_rename_drop_and_table_rules_then_replay(spark: Any, tmp_path: Path) -> 
     frame = records(spark, BATCH)
     config = _config(tmp_path, "ckpt-1")
     ApplyBatch(config)(frame, 0)
+    columns = ("id:int", "name:string")
     expected = {
-        "a": [],  # renamed away
-        "b": [(7, "c7")],  # c's rows, after the swap
-        "c": [(1, "a1 in b"), (2, "a2"), (3, "b3"), (4, "c4")],  # a -> b -> (swap) c, at crm/customers
-        "d": [],  # dropped: tombstones
-        "e": [],  # renamed to an excluded name: its rows leave with it
+        "a": [columns],  # renamed away
+        "b": [columns, (7, "c7")],  # c's rows, after the swap
+        "c": [columns, (1, "a1 in b"), (2, "a2"), (3, "b3"), (4, "c4")],  # a -> b -> (swap) c, at crm/customers
+        "d": [columns],  # dropped: tombstones
+        "e": [columns],  # renamed to an excluded name: its rows leave with it
+        "f": [("id:int", "amount:decimal(8,2)")],  # created before any row
+        "g": [("id:int", "qty:int"), (5, 1)],  # dropped, created again with other columns
+        "h": [columns, (1, "h1")],  # CREATE TABLE IF NOT EXISTS on a live table changes nothing
     }
     assert _snapshot(spark, config) == expected
     assert config.table_path("shop", "c").endswith("/crm/customers")
@@ -75,6 +86,6 @@ def test_rename_drop_and_table_rules_then_replay(spark: Any, tmp_path: Path) -> 
             dml("d", "INSERT", {"id": "2", "label": "d2"}, commit_ts=8 << 18, es=8),
             _ddl("d", "ERASE", "DROP TABLE d", 16)]
     ApplyBatch(ignoring)(records(spark, rows), 0)
-    assert _snapshot(spark, ignoring)["d"] == [(1, "d1"), (2, "d2")]
+    assert _snapshot(spark, ignoring)["d"] == [("id:int", "label:string"), (1, "d1"), (2, "d2")]
     path = ignoring.table_path("shop", "d")
     assert "OPTIMIZE" in {r[0] for r in spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("operation").collect()}
