@@ -63,6 +63,13 @@ def exists(spark: Any, path: str) -> bool:
     return bool(DeltaTable.isDeltaTable(spark, path))
 
 
+def table_properties(change_data_feed: bool = False) -> dict[str, str]:
+    properties = dict(TABLE_PROPERTIES)
+    if change_data_feed:
+        properties["delta.enableChangeDataFeed"] = "true"
+    return properties
+
+
 def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> None:
     """Create the table for `shape`, or add its new columns and widen changed types."""
     if not exists(spark, path):
@@ -71,10 +78,7 @@ def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: 
             builder = builder.addColumn(name, ctype.spark_type)
         builder = (builder.addColumn(SEQ, SEQ_TYPE).addColumn(DELETED, T.BooleanType())
                    .addColumn(COMMIT_TS, T.TimestampType()))
-        properties = dict(TABLE_PROPERTIES)
-        if change_data_feed:
-            properties["delta.enableChangeDataFeed"] = "true"
-        for key, value in properties.items():
+        for key, value in table_properties(change_data_feed).items():
             builder = builder.property(key, value)
         builder.execute()
         return

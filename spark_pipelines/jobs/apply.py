@@ -4,10 +4,13 @@ at its commit.
 
 Row changes of a segment are merged newest-per-key with the sequence guard (io/delta.merge_latest).
 Between segments come the DDL the tables must follow: TRUNCATE and DROP TABLE at sequence S turn every
-row older than S into a tombstone at S (so a replayed older insert cannot bring it back); ALTER TABLE
-drops and renames columns (Delta column mapping). New columns and widened types need no DDL: the
-rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of other partitions needs
-the commit timestamp in every message (`enable-tidb-extension=true` on the changefeed).
+row older than S into a tombstone at S (so a replayed older insert cannot bring it back; DROP follows
+`target.on_drop_table`); RENAME TABLE moves the rows to the new name (`target.on_rename_table`); ALTER
+TABLE drops and renames columns (Delta column mapping); CREATE TABLE creates the Delta table (when
+transforms/create_table.py can read its columns; else the first row does). New columns and widened
+types need no DDL: the rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of
+other partitions needs the commit timestamp in every message (`enable-tidb-extension=true` on the
+changefeed).
 """
 
 from __future__ import annotations
@@ -17,23 +20,26 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import MessageError
-from spark_pipelines.io.delta import DELETED, Txn, ensure_table, exists, merge_latest, q, table_ref
+from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q, table_ref
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
+from spark_pipelines.io.maintenance import maintain
+from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
 from spark_pipelines.transforms.column_ddl import DropColumn, column_changes
+from spark_pipelines.transforms.create_table import created_shape
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
 from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
+from spark_pipelines.transforms.table_ddl import TableName, final_sources, table_renames
 
 log = logging.getLogger(__name__)
-EMPTYING_DDL = ("TRUNCATE", "ERASE")  # canal-JSON types of TRUNCATE TABLE and DROP TABLE
-TABLE_DDL = (*EMPTYING_DDL, "ALTER")
+CREATE, TRUNCATE, DROP, RENAME, ALTER = "CREATE", "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
+TABLE_DDL = (CREATE, TRUNCATE, DROP, RENAME, ALTER)
 SEGMENTS_PER_BATCH = 10_000  # txnVersion = batch id * this + segment: increasing across batches
 
 
@@ -49,20 +55,6 @@ class BatchReport:
     tables: tuple[str, ...]
 
 
-def _seq_literal(seq: Any) -> Column:
-    return F.struct(
-        F.lit(seq["ts"]).cast("long").alias("ts"),
-        F.lit(seq["partition"]).cast("int").alias("partition"),
-        F.lit(seq["offset"]).cast("long").alias("offset"),
-    )
-
-
-def _empty_table(spark: Any, path: str, floor: Any) -> None:
-    # Tombstones keep their old values: readers skip them (live_rows) and the guard needs only the sequence.
-    DeltaTable.forPath(spark, path).update(
-        condition=F.col(SEQ) < _seq_literal(floor), set={SEQ: _seq_literal(floor), DELETED: F.lit(True)})
-
-
 def _alter_columns(spark: Any, path: str, sql: str) -> None:
     """Replay-safe: dropping a missing column or renaming onto an existing one (re-added by replayed
     older rows) leaves the table as the DDL left MySQL."""
@@ -76,6 +68,31 @@ def _alter_columns(spark: Any, path: str, sql: str) -> None:
                 spark.sql(f"ALTER TABLE {table_ref(path)} DROP COLUMN {q(change.old)}")
             else:
                 spark.sql(f"ALTER TABLE {table_ref(path)} RENAME COLUMN {q(change.old)} TO {q(change.new)}")
+
+
+def _relevant(ddl: Any) -> bool:
+    """DDL that changes which rows or columns a table has (CREATE INDEX and the like do not)."""
+    sql = ddl["sql"] or ""
+    if ddl["type"] == RENAME:
+        return bool(table_renames(sql, ddl["database"]))
+    if ddl["type"] == CREATE:
+        return created_shape(sql, ddl["database"]) is not None
+    return ddl["type"] in (TRUNCATE, DROP) or bool(column_changes(sql))
+
+
+def schema_changes(rows: list[Any]) -> list[Any]:
+    """The DDL rows to apply, in sequence order. A RENAME TABLE arrives once per table it touches
+    (same commit, same statement): keep the first."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = []
+    for row in sorted((r for r in rows if _relevant(r)), key=lambda r: tuple(r[SEQ])):
+        if row["type"] == RENAME:
+            identity = (row[SEQ]["ts"], row["database"], row["sql"])
+            if identity in seen:
+                continue
+            seen.add(identity)
+        kept.append(row)
+    return kept
 
 
 class ApplyBatch:
@@ -102,31 +119,40 @@ class ApplyBatch:
                 f"{row['topic']}[{row['partition']}]@{row['offset']} is not a canal-JSON change this pipeline "
                 f"can apply: {str(row['value'])[:300]!r}. Fix the producer, or move the query's checkpoint "
                 "past this offset")
-        ddl = [row for row in (messages.where(F.col("is_ddl") & F.col("type").isin(*TABLE_DDL))
-                               .select("database", "table", "type", "sql", SEQ, COMMIT_TS).collect())
-               if row["type"] in EMPTYING_DDL or column_changes(row["sql"] or "")]
-        ddl.sort(key=lambda row: tuple(row[SEQ]))
+        ddl = schema_changes(messages.where(F.col("is_ddl") & F.col("type").isin(*TABLE_DDL))
+                             .select("database", "table", "type", "sql", SEQ, COMMIT_TS).collect())
         dml = messages.where(~F.col("is_ddl"))
         tables: set[str] = set()
         low: Any = None
         for index, boundary in enumerate([*ddl, None]):
-            segment = dml if low is None else dml.where(F.col(SEQ) > _seq_literal(low))
+            segment = dml if low is None else dml.where(F.col(SEQ) > seq_literal(low))
             if boundary is not None:
-                segment = segment.where(F.col(SEQ) < _seq_literal(boundary[SEQ]))
+                segment = segment.where(F.col(SEQ) < seq_literal(boundary[SEQ]))
             # One Delta transaction id per segment: a re-run batch skips the merges it already made.
             tables |= self._merge(spark, segment, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
             if boundary is not None:
-                self._apply_ddl(spark, boundary)
+                tables |= self._apply_ddl(spark, boundary)
                 low = boundary[SEQ]
         log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
+        if self.config.maintenance.due(batch_id):
+            paths = sorted({self.config.table_path(*name.split(".", 1)) for name in tables})
+            maintain(spark, paths, self.config.maintenance, scd_type=self.config.scd_type)
         return BatchReport(batch_id, tuple(sorted(tables)))
 
     def _merge(self, spark: Any, segment: DataFrame, txn: Txn) -> set[str]:
-        shapes = fold_shapes(shape_rows(segment).collect())
+        keeps = self.config.tables.keeps
+        layouts = [row for row in shape_rows(segment).collect() if keeps(row["database"], row["table"])]
+        # A table created or renamed into this name at its floor: older changes belonged to a table
+        # that held the name before (a replay sends them again); neither their rows nor columns apply.
+        floors = {name: self._floor(spark, *name) for name in {(r["database"], r["table"]) for r in layouts}}
+        shapes = fold_shapes(row for row in layouts if (floor := floors[(row["database"], row["table"])]) is None
+                             or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"]))
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
-            ensure_table(spark, path, shape)
+            ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
             changes = changes_of(segment, shape, self.config.source_time_zone)
+            if (floor := floors[(database, table)]) is not None:
+                changes = changes.where(F.col(SEQ) > seq_literal(floor))
             if self.config.scd_type == 2:
                 ensure_history_column(spark, path)
                 merge_history(spark, path, changes, shape, txn)
@@ -134,17 +160,63 @@ class ApplyBatch:
                 merge_latest(spark, path, latest_per_key(changes, shape.primary_key), shape, txn)
         return {f"{database}.{table}" for database, table in shapes}
 
-    def _apply_ddl(self, spark: Any, ddl: Any) -> None:
+    def _floor(self, spark: Any, database: str, table: str) -> dict[str, int] | None:
+        path = self.config.table_path(database, table)
+        return table_floor(spark, path) if exists(spark, path) else None
+
+    def _apply_ddl(self, spark: Any, ddl: Any) -> set[str]:
+        """Apply one schema change; returns the tables ("database.table") whose Delta table it wrote."""
+        if ddl["type"] == RENAME:
+            return self._rename(spark, ddl)
+        if not self.config.tables.keeps(ddl["database"], ddl["table"]):
+            return set()
+        if ddl["type"] == DROP and self.config.on_drop_table == "ignore":
+            log.info("kept %s.%s as it was (on_drop_table: ignore)", ddl["database"], ddl["table"])
+            return set()
         path = self.config.table_path(ddl["database"], ddl["table"])
+        if ddl["type"] == CREATE:
+            shape = created_shape(ddl["sql"], ddl["database"])
+            assert shape is not None  # schema_changes keeps only CREATE TABLE it can read
+            created = create_table(spark, path, shape, ddl[SEQ], history=self.config.scd_type == 2,
+                                   change_data_feed=self.config.maintenance.change_data_feed)
+            return {f"{ddl['database']}.{ddl['table']}"} if created else set()
         if not exists(spark, path):
-            return
-        if ddl["type"] in EMPTYING_DDL and self.config.scd_type == 2:
-            close_all(spark, path, ddl[COMMIT_TS])
-        elif ddl["type"] in EMPTYING_DDL:
-            _empty_table(spark, path, ddl[SEQ])
+            return set()
+        if ddl["type"] in (TRUNCATE, DROP):
+            self._empty(spark, path, ddl)
         else:
             _alter_columns(spark, path, ddl["sql"])
         log.info("applied %s to %s.%s: %s", ddl["type"], ddl["database"], ddl["table"], ddl["sql"][:200])
+        return {f"{ddl['database']}.{ddl['table']}"}
+
+    def _empty(self, spark: Any, path: str, ddl: Any) -> None:
+        if self.config.scd_type == 2:
+            close_all(spark, path, ddl[COMMIT_TS])
+        else:
+            empty_table(spark, path, ddl[SEQ])
+
+    def _rename(self, spark: Any, ddl: Any) -> set[str]:
+        """Rows follow the table to its new name; a name the tables config excludes takes none."""
+        if self.config.on_rename_table == "ignore":
+            log.info("RENAME TABLE not followed (on_rename_table: ignore): %s", ddl["sql"][:200])
+            return set()
+        keeps = self.config.tables.keeps
+        holds = final_sources(table_renames(ddl["sql"], ddl["database"]))
+
+        def path(name: TableName) -> str:
+            return self.config.table_path(name.database, name.table)
+
+        moves = {path(name): path(source) for name, source in holds.items()
+                 if source is not None and source != name and keeps(name.database, name.table)
+                 and keeps(source.database, source.table)}
+        written = set(move_tables(spark, moves, ddl[SEQ], change_data_feed=self.config.maintenance.change_data_feed))
+        gone = [name for name, source in holds.items() if source is None and keeps(name.database, name.table)]
+        for name in gone:
+            if exists(spark, path(name)):
+                self._empty(spark, path(name), ddl)
+                written.add(path(name))
+        log.info("applied RENAME TABLE (%d table(s) moved): %s", len(moves), ddl["sql"][:200])
+        return {f"{n.database}.{n.table}" for n in holds if path(n) in written}
 
 
 def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False) -> Any:

@@ -41,7 +41,7 @@ def _unquote(name: str) -> str:
     return name[1:-1].replace("``", "`") if name.startswith("`") else name
 
 
-def _clauses(body: str) -> list[str]:
+def split_clauses(body: str) -> list[str]:
     parts: list[str] = []
     current: list[str] = []
     depth, quote = 0, ""
@@ -70,7 +70,7 @@ def column_changes(sql: str) -> list[ColumnChange]:
     if head is None:
         return []
     changes: list[ColumnChange] = []
-    for clause in _clauses(text[head.end():]):
+    for clause in split_clauses(text[head.end():]):
         if _NOT_COLUMNS.match(clause):
             continue
         if match := _DROP.match(clause):

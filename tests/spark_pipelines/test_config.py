@@ -24,19 +24,53 @@ def test_defaults_and_table_paths() -> None:
     assert not timed.available_now and timed.processing_time == "5 seconds"
 
 
+def test_tables_and_maintenance() -> None:
+    config = parse_config({
+        **GOOD,
+        "tables": {"include": ["shop.*", "crm.users"], "exclude": ["shop.tmp_*"],
+                   "rename": {"shop.acct": "finance.accounts"}},
+        "target": {"path": "/data/delta/", "on_drop_table": "ignore", "on_rename_table": "ignore"},
+        "maintenance": {"optimize_every_batches": 3, "vacuum_retain_hours": 200, "change_data_feed": True},
+    })
+    rules = config.tables
+    kept = [name for name in ("shop.orders", "shop.tmp_1", "crm.users", "crm.leads", "Shop.orders")
+            if rules.keeps(*name.split("."))]
+    assert kept == ["shop.orders", "crm.users"]
+    assert config.table_path("shop", "acct") == "/data/delta/finance/accounts"
+    assert config.table_path("shop", "orders") == "/data/delta/shop/orders"
+    assert (config.on_drop_table, config.on_rename_table) == ("ignore", "ignore")
+    maintenance = config.maintenance
+    assert maintenance.change_data_feed and maintenance.vacuum_retain_hours == 200
+    assert [b for b in range(7) if maintenance.due(b)] == [2, 5]
+    assert not parse_config(GOOD).maintenance.due(0)
+    assert parse_config(GOOD).tables.keeps("any", "table")
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"source": {"bootstrap_servers": "h:1"}}, "set exactly one of topics"),
         ({"source": {**GOOD["source"], "starting_offsets": "middle"}}, "source.starting_offsets: 'middle'"),
         ({"source": {**GOOD["source"], "topics": "cdc"}}, "source.topics: expected a list"),
-        ({"target": {"paht": "/x"}}, "target.paht: unknown key; allowed here: path"),
+        ({"target": {"paht": "/x"}}, "target.paht: unknown key; allowed here: on_drop_table"),
         ({"target": "/x"}, "target: expected a mapping, got '/x'"),
         ({"checkpoint": ""}, "checkpoint: expected a non-empty string"),
         ({"trigger": {"available_now": True, "processing_time": "1 second"}}, "trigger: set exactly one"),
         ({"extra": 1}, "extra: unknown key"),
         ({"target": {"path": "/x", "scd_type": 3}}, "target.scd_type: 3 is not one of 1, 2"),
         ({"source": {**GOOD["source"], "max_offsets_per_trigger": 0}}, "source.max_offsets_per_trigger: expected"),
+        ({"target": {"path": "/x", "on_drop_table": "drop"}}, "target.on_drop_table: 'drop' is not one of tombstone"),
+        ({"target": {"path": "/x", "on_rename_table": 1}}, "target.on_rename_table: 1 is not one of follow, ignore"),
+        ({"tables": {"include": "shop.*"}}, "tables.include: expected a list of 'database.table' glob patterns"),
+        ({"tables": {"exclude": ["orders"]}}, "tables.exclude: expected a list of 'database.table'"),
+        ({"tables": {"rename": {"shop.a": "b"}}}, "tables.rename.shop.a: 'b' is not a plain 'database.table'"),
+        ({"tables": {"rename": {"shop.a": "x.y", "shop.b": "x.y"}}}, "two tables are renamed to 'x.y'"),
+        ({"tables": {"only": []}}, "tables.only: unknown key; allowed here: exclude, include, rename"),
+        ({"maintenance": {"optimize_every_batches": -1}}, "maintenance.optimize_every_batches: expected a whole"),
+        ({"maintenance": {"vacuum_retain_hours": 168}}, "optimize_every_batches: 0 never runs maintenance"),
+        ({"maintenance": {"optimize_every_batches": 1, "vacuum_retain_hours": 1}},
+         "maintenance.vacuum_retain_hours: expected a whole number >= 168, got 1"),
+        ({"maintenance": {"change_data_feed": "yes"}}, "maintenance.change_data_feed: 'yes' is not one of False"),
     ],
 )
 def test_bad_configs_name_the_key(change: dict[str, object], message: str) -> None:
