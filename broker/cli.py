@@ -66,16 +66,29 @@ async def _serve(config: BrokerConfig) -> int:
     # Partitions live on disk as Kafka lays them out (<data dir>/<topic>-<partition>/), so they survive restarts.
     store = DiskLogStore(config.data_dir)
     server = BrokerServer(config, store)
+    node = None
+    if config.get("controller.quorum.voters"):
+        from broker.cluster.node import ClusterNode
+
+        try:
+            node = server.state.cluster = ClusterNode(config, server.state)
+        except ConfigError as exc:
+            click.echo(f"error: {exc}", err=True)
+            return 2
     try:
         await server.start()
+        if node is not None:
+            await node.start()
     except OSError as exc:
-        click.echo(f"error: cannot listen on {config.get('listeners')}: {exc}", err=True)
+        click.echo(f"error: cannot listen on {config.get('listeners')} or the controller port: {exc}", err=True)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    if node is not None:
+        await node.close()  # controlled shutdown: leaderships move before the port closes
     await server.close()  # closes the store: flush, clean-shutdown markers
     return 0
 

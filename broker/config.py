@@ -44,6 +44,15 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "log.message.timestamp.type": "CreateTime",
         "min.insync.replicas": "1",
         "cluster.id": "lakefeed-broker-cluster",
+        # Cluster membership: a node joins a cluster when controller.quorum.voters is set.
+        "controller.quorum.voters": "",
+        "process.roles": "broker",
+        "broker.rack": "",
+        "broker.session.timeout.ms": "9000",
+        "broker.heartbeat.interval.ms": "2000",
+        "replica.lag.time.max.ms": "30000",
+        "unclean.leader.election.enable": "false",
+        "offsets.topic.replication.factor": "3",
     }
 )
 

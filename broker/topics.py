@@ -84,13 +84,15 @@ class TopicRegistry:
     def all(self) -> list[Topic]:
         return list(self._topics.values())
 
-    def create(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+    def create(
+        self, name: str, partitions: int, configs: dict[str, str], topic_id: uuid.UUID | None = None
+    ) -> Topic:
         validate_name(name)
         if name in self._topics:
             raise KafkaApiError(ErrorCode.topic_already_exists, f"topic {name!r} already exists")
         if partitions < 1:
             raise KafkaApiError(ErrorCode.invalid_partitions, f"partition count {partitions} must be >= 1")
-        topic = Topic(name, uuid.uuid4(), partitions, dict(configs))
+        topic = Topic(name, topic_id or uuid.uuid4(), partitions, dict(configs))
         self._put(topic)
         self._save()
         return topic

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.controller import records as r
-from broker.controller.election import on_broker_fenced, on_broker_unfenced, preferred_leader_changes
+from broker.controller.election import alter_isr, on_broker_fenced, on_broker_unfenced, preferred_leader_changes
 from broker.controller.errors import NotController, TopicExists, UnknownTopic
 from broker.controller.placement import assign_replicas
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
@@ -98,7 +98,23 @@ class QuorumController:
             r.RegisterBroker(broker_id, host, port, rack, incarnation),
             r.BrokerHeartbeat(broker_id, self.now_ms),
         ]
+        known = self.state.brokers.get(broker_id)
+        if known is not None and known.fenced:
+            # Registering unfences; offline partitions whose last ISR member this is get it back as leader.
+            recs += on_broker_unfenced(self.state, broker_id)
         return self._propose(recs)
+
+    def shutdown_broker(self, broker_id: int) -> int:
+        """Controlled shutdown: fence the broker now and move its leaderships, instead of waiting a session."""
+        if broker_id not in self.state.brokers or self.state.brokers[broker_id].fenced:
+            return self.raft.commit_index
+        return self._propose([r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)])
+
+    def alter_partition(
+        self, topic: str, partition: int, leader: int, leader_epoch: int, isr: tuple[int, ...]
+    ) -> int:
+        """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch."""
+        return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, isr)])
 
     def heartbeat(self, broker_id: int) -> int:
         recs: list[r.Record] = [r.BrokerHeartbeat(broker_id, self.now_ms)]

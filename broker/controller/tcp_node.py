@@ -52,10 +52,11 @@ class TcpController:
         self.ctl = QuorumController(node_id, sorted(voters), FileStorage(data_dir / "raft"), **kw)
         self._peers: dict[int, asyncio.StreamWriter] = {}
         self._connecting: set[int] = set()
-        self._t0 = time.monotonic()
 
     def now_ms(self) -> int:
-        return int((time.monotonic() - self._t0) * 1000)
+        # Wall clock, not a per-process monotonic one: heartbeat times in the metadata log are
+        # compared by whichever controller is active later, so every controller needs the same base.
+        return int(time.time() * 1000)
 
     def _send(self, out: list[Outgoing]) -> None:
         for o in out:
@@ -108,7 +109,20 @@ class TcpController:
             elif op == "alter_config":
                 idx = self.ctl.alter_config(req["resource"], req["key"], req.get("value"))
             elif op == "create_topic":
-                idx = self.ctl.create_topic(req["name"], req["partitions"], req["replication_factor"], uuid.uuid4().hex)
+                idx = self.ctl.create_topic(
+                    req["name"], req["partitions"], req["replication_factor"], req.get("topic_id") or uuid.uuid4().hex,
+                    req.get("configs") or {},
+                )
+            elif op == "delete_topic":
+                idx = self.ctl.delete_topic(req["name"])
+            elif op == "alter_partition":
+                idx = self.ctl.alter_partition(
+                    req["topic"], req["partition"], req["leader"], req["leader_epoch"], tuple(req["isr"])
+                )
+            elif op == "shutdown":
+                idx = self.ctl.shutdown_broker(req["broker_id"])
+            elif op == "elect_preferred_leaders":
+                idx = self.ctl.elect_preferred_leaders()
             else:
                 return {"ok": False, "error": f"unknown op {op!r}"}
             self._send(self.ctl.raft.flush())

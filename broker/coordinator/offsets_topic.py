@@ -111,25 +111,29 @@ def replay(plog: PartitionLog, apply: Apply) -> int:
     """Feed every offset record of one partition to `apply(group, topic, partition, value)`, in log
     order (later records win); returns how many were applied. Unreadable records are skipped with a
     log line, never fatal: a broker that cannot read one offset still starts."""
+    return sum(apply_batch(data, apply) for data in _batches(plog))
+
+
+def apply_batch(data: bytes, apply: Apply) -> int:
+    """Feed the offset records of one record batch to `apply` (also what a follower replica does)."""
     applied = 0
-    for data in _batches(plog):
+    try:
+        batch, _ = read_batch(data, 0)
+    except ValueError as exc:  # bad CRC, compressed or malformed records
+        log.warning("skipping an unreadable %s batch: %s", OFFSETS_TOPIC, exc)
+        return 0
+    for record in batch.records:
         try:
-            batch, _ = read_batch(data, 0)
-        except ValueError as exc:  # bad CRC, compressed or malformed records
-            log.warning("skipping an unreadable %s batch: %s", OFFSETS_TOPIC, exc)
-            continue
-        for record in batch.records:
-            try:
-                if record.key is None:
-                    continue
-                key = decode_key(record.key)
-                if not isinstance(key, OffsetKey):
-                    continue  # group metadata: members rejoin after a restart, only offsets matter
-                value = None if record.value is None else decode_value(record.value)
-            except OffsetRecordError as exc:
-                log.warning("skipping unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, exc)
+            if record.key is None:
                 continue
-            committed = None if value is None else CommittedOffset(value.offset, value.leader_epoch, value.metadata)
-            apply(key.group, key.topic, key.partition, committed)
-            applied += 1
+            key = decode_key(record.key)
+            if not isinstance(key, OffsetKey):
+                continue  # group metadata: members rejoin after a restart, only offsets matter
+            value = None if record.value is None else decode_value(record.value)
+        except OffsetRecordError as exc:
+            log.warning("skipping unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, exc)
+            continue
+        committed = None if value is None else CommittedOffset(value.offset, value.leader_epoch, value.metadata)
+        apply(key.group, key.topic, key.partition, committed)
+        applied += 1
     return applied

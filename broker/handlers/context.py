@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
@@ -16,10 +17,18 @@ from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetChange, OffsetStore
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, encode_batch, partition_for, replay
 from broker.coordinator.producers import ProducerStateManager
-from broker.log_store import LogConfig, LogStore, PartitionLog
+from broker.log_store import AppendResult, LogConfig, LogStore, PartitionLog
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.framing import RequestHeader
+from broker.replication.errors import ReplicationError
 from broker.topics import Topic, TopicRegistry
+
+if TYPE_CHECKING:
+    from broker.cluster.node import ClusterNode
+
+
+def replication_error(exc: ReplicationError) -> KafkaApiError:
+    return KafkaApiError(ErrorCode[exc.kafka_error.lower()], str(exc))
 
 
 class DataNotifier:
@@ -64,7 +73,36 @@ class BrokerState:
     offsets: OffsetStore
     producers: ProducerStateManager
     notifier: DataNotifier = field(default_factory=DataNotifier)
+    cluster: ClusterNode | None = None  # None: a single-node broker, every partition led here
     _logs: dict[tuple[str, int], PartitionLog] = field(default_factory=dict)
+
+    # --- replication: what differs between a single node and a cluster member -----------------------
+    def check_leader(self, topic: str, partition: int, current_leader_epoch: int = -1) -> None:
+        """NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH unless this broker leads the partition."""
+        if self.cluster is None:
+            return
+        try:
+            self.cluster.replicas.leader((topic, partition)).check_epoch(current_leader_epoch)
+        except ReplicationError as exc:
+            raise replication_error(exc) from None
+
+    def high_watermark(self, topic: str, partition: int, plog: PartitionLog) -> int:
+        if self.cluster is None:
+            return plog.high_watermark
+        return min(self.cluster.replicas.high_watermark((topic, partition)), plog.log_end_offset)
+
+    def append_as_leader(self, topic: Topic, partition: int, data: bytes) -> AppendResult:
+        plog = self.log(topic, partition)
+        if self.cluster is None:
+            return plog.append(data, leader_epoch=0)
+        tp = (topic.name, partition)
+        try:
+            epoch = self.cluster.replicas.leader(tp).leader_epoch
+        except ReplicationError as exc:
+            raise replication_error(exc) from None
+        result = plog.append(data, leader_epoch=epoch)
+        self.cluster.replicas.on_leader_append(tp, plog.log_end_offset)
+        return result
 
     def topic_config(self, topic: Topic, key: str) -> str:
         if key in topic.configs:
@@ -104,16 +142,21 @@ class BrokerState:
             raise KafkaApiError(ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist")
         return topic
 
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+    def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str], topic_id: uuid.UUID | None = None
+    ) -> Topic:
         if partitions == -1:
             partitions = self.config.int("num.partitions")
-        topic = self.topics.create(name, partitions, configs)
+        topic = self.topics.create(name, partitions, configs, topic_id)
         for index in range(topic.partitions):
             self.log(topic, index)
         return topic
 
     def auto_create(self, name: str) -> Topic | None:
         """Create `name` with the broker defaults when auto.create.topics.enable allows it."""
+        if self.cluster is not None:
+            self.cluster.auto_create(name)  # the controller creates it; clients retry meanwhile
+            return None
         if name == OFFSETS_TOPIC:
             return self.offsets_topic()  # internal: always its own partition count and compaction
         if not self.config.bool("auto.create.topics.enable"):
@@ -124,6 +167,9 @@ class BrokerState:
 
     def offsets_topic(self) -> Topic:
         topic = self.topics.get(OFFSETS_TOPIC)
+        if topic is None and self.cluster is not None:
+            self.cluster.auto_create(OFFSETS_TOPIC)
+            raise KafkaApiError(ErrorCode.coordinator_not_available, f"{OFFSETS_TOPIC} is being created; retry")
         if topic is None:
             partitions = self.config.int("offsets.topic.num.partitions")
             topic = self.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIGS))
@@ -132,8 +178,8 @@ class BrokerState:
     def write_offsets(self, group: str, changes: list[OffsetChange]) -> None:
         """The OffsetStore's journal: one record batch per commit, in the group's partition."""
         topic = self.offsets_topic()
-        plog = self.log(topic, partition_for(group, topic.partitions))
-        plog.append(encode_batch(group, changes, int(time.time() * 1000)), leader_epoch=0)
+        self.append_as_leader(topic, partition_for(group, topic.partitions),
+                              encode_batch(group, changes, int(time.time() * 1000)))
 
     def load_offsets(self) -> int:
         """Replay __consumer_offsets into memory (at start); returns the number of records applied."""

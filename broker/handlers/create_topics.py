@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -29,7 +30,7 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
     validate_name(wanted.name)
     if state.topics.get(wanted.name) is not None:
         raise KafkaApiError(ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists")
-    if wanted.replication_factor not in (-1, 1):
+    if state.cluster is None and wanted.replication_factor not in (-1, 1):
         raise KafkaApiError(
             ErrorCode.invalid_replication_factor,
             f"replication factor {wanted.replication_factor} is larger than the 1 available broker",
@@ -47,9 +48,25 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
             raise KafkaApiError(ErrorCode.invalid_config, str(exc)) from None
         if value is not None:
             configs[item.name] = value
-    if validate_only:
+    if validate_only or state.cluster is not None:
         return None, partitions, configs
     return state.create_topic(wanted.name, partitions, configs).topic_id, partitions, configs
+
+
+async def _create_in_cluster(state: BrokerState, wanted: Any, partitions: int, configs: dict[str, str]) -> Any:
+    """The controller places the replicas; answers once this broker has the topic in its metadata."""
+    from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
+
+    assert state.cluster is not None
+    try:
+        info = await state.cluster.create_topic(wanted.name, partitions, wanted.replication_factor, configs)
+    except ControllerRejected as exc:
+        code = ErrorCode[exc.kafka_error.lower()] if exc.kafka_error.lower() in ErrorCode.__members__ else (
+            ErrorCode.invalid_request)
+        raise KafkaApiError(code, str(exc)) from None
+    except ControllerUnavailable as exc:
+        raise KafkaApiError(ErrorCode.request_timed_out, str(exc)) from None
+    return uuid.UUID(info.topic_id), len(info.partitions[0].replicas) if info.partitions else -1
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -57,14 +74,17 @@ async def handle(state: BrokerState, request: Request) -> Any:
     result_cls = nested(cls, "CreatableTopicResult")
     results = []
     for wanted in request.body.topics:
+        replication = 1
         try:
             topic_id, partitions, overrides = _create(state, wanted, request.body.validate_only)
+            if state.cluster is not None and not request.body.validate_only:
+                topic_id, replication = await _create_in_cluster(state, wanted, partitions, overrides)
             code, message, configs = ErrorCode.none, None, _configs(state, cls, overrides)
         except KafkaApiError as exc:
             code, message, partitions, topic_id, configs = exc.code, str(exc), -1, None, ()
         results.append(
             build(result_cls, name=wanted.name, topic_id=topic_id, error_code=code, error_message=message,
-                  topic_config_error_code=0, num_partitions=partitions, replication_factor=1 if partitions > 0 else -1,
-                  configs=configs)
+                  topic_config_error_code=0, num_partitions=partitions,
+                  replication_factor=replication if partitions > 0 else -1, configs=configs)
         )
     return build(cls, throttle_time=NO_THROTTLE, topics=tuple(results))

@@ -16,6 +16,7 @@ HIGH_WATERMARK = -1
 
 def _delete(state: BrokerState, topic_name: str, partition: int, offset: int) -> int:
     plog = state.log(state.require_topic(topic_name), partition)
+    state.check_leader(topic_name, partition)
     if offset == HIGH_WATERMARK:
         offset = plog.high_watermark
     if not 0 <= offset <= plog.high_watermark:

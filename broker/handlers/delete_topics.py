@@ -35,8 +35,11 @@ async def handle(state: BrokerState, request: Request) -> Any:
             topic_id = topic.topic_id
             if topic.is_internal:
                 raise KafkaApiError(ErrorCode.invalid_request, f"topic {name!r} is internal and cannot be deleted")
-            state.delete_topic(name)
-            state.offsets.delete_topic(name)
+            if state.cluster is not None:
+                await state.cluster.delete_topic(name)  # every broker deletes it as the record arrives
+            else:
+                state.delete_topic(name)
+                state.offsets.delete_topic(name)
             code, message = ErrorCode.none, None
         except KafkaApiError as exc:
             code, message = exc.code, str(exc)

@@ -7,6 +7,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import _placement
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -16,10 +17,12 @@ _NO_OPERATIONS = -2147483648
 _ZERO_ID = uuid.UUID(int=0)
 
 
-def _partition(cls: Any, node: int, index: int) -> Any:
-    return build(nested(cls, "DescribeTopicPartitionsResponsePartition"), error_code=ErrorCode.none,
-                 partition_index=index, leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,),
-                 eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
+def _partition(cls: Any, view: _placement.PartitionView, index: int) -> Any:
+    return build(nested(cls, "DescribeTopicPartitionsResponsePartition"),
+                 error_code=ErrorCode.none if view.leader >= 0 else ErrorCode.leader_not_available,
+                 partition_index=index, leader_id=view.leader, leader_epoch=view.leader_epoch,
+                 replica_nodes=view.replicas, isr_nodes=view.isr, eligible_leader_replicas=(), last_known_elr=(),
+                 offline_replicas=view.offline)
 
 
 def _topic(cls: Any, name: str, topic: Topic | None, partitions: tuple[Any, ...]) -> Any:
@@ -37,7 +40,6 @@ async def handle(state: BrokerState, request: Request) -> Any:
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     budget = max(int(body.response_partition_limit), 1)
-    node = state.config.node_id
     entries, next_cursor = [], None
     for name in names:
         topic = state.topics.get(name)
@@ -49,7 +51,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
             next_cursor = build(nested(cls, "Cursor"), topic_name=name, partition_index=first)
             break
         last = min(topic.partitions, first + budget)
-        entries.append(_topic(cls, name, topic, tuple(_partition(cls, node, i) for i in range(first, last))))
+        views = _placement.partitions(state, topic)
+        shown = range(first, min(last, len(views)))
+        entries.append(_topic(cls, name, topic, tuple(_partition(cls, views[i], i) for i in shown)))
         budget -= last - first
         if last < topic.partitions:
             next_cursor = build(nested(cls, "Cursor"), topic_name=name, partition_index=last)

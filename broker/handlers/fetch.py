@@ -9,16 +9,22 @@ whole so that a batch bigger than the limits cannot stall a consumer (as in Kafk
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32, i64
 
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
 from broker.log_store import FileRange
+from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
+from broker.replication.errors import ReplicationError
+from broker.replication.leader_epochs import diverging_epoch, epoch_cache
 
 
 def _read_chunks(chunks: tuple[bytes | FileRange, ...]) -> bytes:
@@ -33,7 +39,44 @@ def _read_chunks(chunks: tuple[bytes | FileRange, ...]) -> bytes:
     return b"".join(parts)
 
 
-def _collect(state: BrokerState, body: Any, cls: Any, by_id: bool) -> tuple[list[Any], int, bool]:
+def _below(data: bytes, high: int) -> bytes:
+    """Only whole batches below the high watermark: consumers never see uncommitted offsets."""
+    end = 0
+    for header in records.iter_batches(data, verify_crc=False):
+        if header.base_offset + header.last_offset_delta >= high:
+            break
+        end = header.position + header.length
+    return data[:end]
+
+
+def replica_id_of(body: Any) -> int:
+    """The fetching follower's broker id (v15+ carries it in replica_state), -1 for consumers."""
+    state = getattr(body, "replica_state", None)
+    if state is not None:
+        return int(state.replica_id)
+    return int(getattr(body, "replica_id", -1))
+
+
+def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica_id: int) -> None:
+    if state.cluster is None or replica_id < 0:
+        return
+    for wanted in body.topics:
+        topic = state.topics.by_id(wanted.topic_id) if by_id else state.topics.get(wanted.topic)
+        if topic is None:
+            continue
+        for part in wanted.partitions:
+            with contextlib.suppress(ReplicationError):  # answered per partition in _collect
+                state.cluster.replicas.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
+
+
+def _diverging(state: BrokerState, topic: str, plog: Any, part: Any) -> Any:
+    last_epoch = getattr(part, "last_fetched_epoch", -1)
+    return diverging_epoch(epoch_cache(plog), plog.log_end_offset, last_epoch, part.fetch_offset)
+
+
+def _collect(
+    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int = -1
+) -> tuple[list[Any], int, bool]:
     partition_cls = nested(cls, "PartitionData")
     topic_cls = nested(cls, "FetchableTopicResponse")
     budget = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
@@ -51,23 +94,34 @@ def _collect(state: BrokerState, body: Any, cls: Any, by_id: bool) -> tuple[list
         topic = state.topics.get(name) if name is not None else None
         answers = []
         for part in wanted.partitions:
-            code, data, high, start = ErrorCode.none, b"", -1, -1
+            code, data, high, start, diverging = ErrorCode.none, b"", -1, -1, None
             try:
                 if topic is None:
                     raise KafkaApiError(missing, f"fetch from unknown topic {name or wanted.topic_id}")
+                state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
                 plog = state.log(topic, part.partition)
-                high, start = plog.high_watermark, plog.log_start_offset
+                high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
+                if replica_id >= 0 and state.cluster is not None:
+                    diverging = _diverging(state, topic.name, plog, part)
+                    if diverging is not None:
+                        errors = True  # answer now: the follower truncates before fetching on
+                        raise _Diverged()
                 if not start <= part.fetch_offset <= plog.log_end_offset:
                     raise KafkaApiError(
                         ErrorCode.offset_out_of_range,
                         f"offset {part.fetch_offset} is outside {start}..{plog.log_end_offset}",
                     )
-                if part.fetch_offset < high:
+                readable = plog.log_end_offset if replica_id >= 0 else high
+                if part.fetch_offset < readable:
                     limit = min(part.partition_max_bytes, budget - total)
                     # Always return at least the first batch so oversized batches still flow.
                     result = plog.read(part.fetch_offset, max(limit, 1))
                     data = _read_chunks(result.chunks)
+                    if readable < plog.log_end_offset:
+                        data = _below(data, readable)
                     total += len(data)
+            except _Diverged:
+                pass
             except KafkaApiError as exc:
                 code = exc.code
                 errors = True
@@ -82,6 +136,7 @@ def _collect(state: BrokerState, body: Any, cls: Any, by_id: bool) -> tuple[list
                     aborted_transactions=None,
                     preferred_read_replica=-1,
                     records=data,
+                    **_diverging_field(partition_cls, diverging),
                 )
             )
         topics.append(
@@ -90,14 +145,27 @@ def _collect(state: BrokerState, body: Any, cls: Any, by_id: bool) -> tuple[list
     return topics, total, errors
 
 
+class _Diverged(Exception):
+    pass
+
+
+def _diverging_field(partition_cls: Any, diverging: Any) -> dict[str, Any]:
+    if diverging is None or not has_field(partition_cls, "diverging_epoch"):
+        return {}
+    module = sys.modules[partition_cls.__module__]
+    return {"diverging_epoch": module.EpochEndOffset(epoch=i32(diverging.epoch), end_offset=i64(diverging.end_offset))}
+
+
 async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     version = request.header.api_version
     cls = response_class(request.header.api_key, version)
     by_id = version >= 13
+    replica_id = replica_id_of(body)
+    _record_follower_fetches(state, body, by_id, replica_id)
     deadline = time.monotonic() + body.max_wait.total_seconds()
     while True:
-        topics, total, errors = _collect(state, body, cls, by_id)
+        topics, total, errors = _collect(state, body, cls, by_id, replica_id)
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or errors or remaining <= 0 or not body.topics:
             break

@@ -1,4 +1,8 @@
-"""FindCoordinator (10): this broker coordinates every group (key type 0) and transaction (1)."""
+"""FindCoordinator (10): the broker coordinating a group (key type 0) or transaction (1).
+
+A single node coordinates everything. In a cluster the coordinator of a group is the leader of its
+`__consumer_offsets` partition (as in Kafka), so it moves with that partition's leadership.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,42 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.offsets_topic import partition_for
+from broker.handlers import _placement
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
+from broker.protocol.errors import KafkaApiError
+
+
+def coordinator(state: BrokerState, key: str) -> _placement.BrokerView:
+    if state.cluster is None:
+        return _placement.brokers(state)[0]
+    topic = state.offsets_topic()  # raises COORDINATOR_NOT_AVAILABLE while it is being created
+    leader = _placement.leader_of(state, topic, partition_for(key, topic.partitions))
+    if leader is None:
+        raise KafkaApiError(ErrorCode.coordinator_not_available, f"the coordinator of {key!r} has no leader yet")
+    return leader
+
+
+def _find(state: BrokerState, key: str) -> tuple[_placement.BrokerView | None, ErrorCode, str | None]:
+    try:
+        return coordinator(state, key), ErrorCode.none, None
+    except KafkaApiError as exc:
+        return None, exc.code, str(exc)
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, request.header.api_version)
     body = request.body
-    listener = state.config.advertised
-    node = state.config.node_id
     if hasattr(body, "coordinator_keys"):
+        found = [(key, *_find(state, key)) for key in body.coordinator_keys]
         coordinators = tuple(
-            build(nested(cls, "Coordinator"), key=key, node_id=node, host=listener.host, port=listener.port,
-                  error_code=ErrorCode.none, error_message=None)
-            for key in body.coordinator_keys
+            build(nested(cls, "Coordinator"), key=key, node_id=b.node_id if b else -1, host=b.host if b else "",
+                  port=b.port if b else -1, error_code=code, error_message=message)
+            for key, b, code, message in found
         )
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, node_id=node,
-                 host=listener.host, port=listener.port)
+    b, code, message = _find(state, body.key)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message,
+                 node_id=b.node_id if b else -1, host=b.host if b else "", port=b.port if b else -1)

@@ -16,8 +16,9 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 def _lookup(state: BrokerState, topic_name: str, partition: int, timestamp: int) -> tuple[int, int]:
     plog = state.log(state.require_topic(topic_name), partition)
+    state.check_leader(topic_name, partition)
     if timestamp == LATEST:
-        return -1, plog.high_watermark
+        return -1, state.high_watermark(topic_name, partition, plog)
     if timestamp == EARLIEST:
         return -1, plog.log_start_offset
     if timestamp == MAX_TIMESTAMP:

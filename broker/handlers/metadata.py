@@ -6,6 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.handlers import _placement
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -17,19 +18,18 @@ _NO_OPERATIONS = -2147483648
 
 def topic_entry(state: BrokerState, cls: Any, topic: Topic) -> Any:
     partition_cls = nested(cls, "MetadataResponsePartition")
-    node = state.config.node_id
     partitions = tuple(
         build(
             partition_cls,
-            error_code=ErrorCode.none,
+            error_code=ErrorCode.none if view.leader >= 0 else ErrorCode.leader_not_available,
             partition_index=index,
-            leader_id=node,
-            leader_epoch=0,
-            replica_nodes=(node,),
-            isr_nodes=(node,),
-            offline_replicas=(),
+            leader_id=view.leader,
+            leader_epoch=view.leader_epoch,
+            replica_nodes=view.replicas,
+            isr_nodes=view.isr,
+            offline_replicas=view.offline,
         )
-        for index in range(topic.partitions)
+        for index, view in enumerate(_placement.partitions(state, topic))
     )
     return build(
         nested(cls, "MetadataResponseTopic"),
@@ -63,7 +63,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     allow_create = getattr(body, "allow_auto_topic_creation", True)
     entries = []
     if all_topics:
-        entries = [topic_entry(state, cls, topic) for topic in state.topics.all()]
+        entries = [topic_entry(state, cls, topic) for topic in _placement.known_topics(state)]
     else:
         for wanted in body.topics:
             name = wanted.name
@@ -80,26 +80,28 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 continue
             assert name is not None
             topic = state.topics.get(name)
-            if topic is None and allow_create:
+            if state.cluster is not None and topic is not None and name not in state.cluster.meta.topics:
+                topic = None  # a local leftover the cluster does not know
+            if topic is None and allow_create and state.cluster is not None:
+                if state.cluster.auto_create(name):
+                    entries.append(_error_entry(cls, name, ErrorCode.leader_not_available))
+                    continue
+            elif topic is None and allow_create:
                 topic = state.auto_create(name)
             if topic is None:
                 entries.append(_error_entry(cls, name, ErrorCode.unknown_topic_or_partition))
             else:
                 entries.append(topic_entry(state, cls, topic))
-    listener = state.config.advertised
-    broker = build(
-        nested(cls, "MetadataResponseBroker"),
-        node_id=state.config.node_id,
-        host=listener.host,
-        port=listener.port,
-        rack=None,
+    brokers = tuple(
+        build(nested(cls, "MetadataResponseBroker"), node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in _placement.brokers(state)
     )
     return build(
         cls,
         throttle_time=NO_THROTTLE,
-        brokers=(broker,),
+        brokers=brokers,
         cluster_id=state.config.get("cluster.id"),
-        controller_id=state.config.node_id,
+        controller_id=_placement.controller_id(state),
         topics=tuple(entries),
         cluster_authorized_operations=_NO_OPERATIONS,
     )

@@ -1,11 +1,13 @@
 """Produce (0): validate RecordBatch v2 data, check idempotent sequences, append, acknowledge.
 
 acks=0 gets no response at all; on a single node acks=1 and acks=all are both satisfied by the local
-append, which is also the high watermark.
+append, which is also the high watermark. In a cluster only the leader appends (stamping its leader
+epoch), and acks=all waits until every in-sync replica has the data (or the request times out).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -14,19 +16,21 @@ from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
 from broker.handlers._build import NO_THROTTLE, build, nested
-from broker.handlers.context import BrokerState, Request
+from broker.handlers.context import BrokerState, Request, replication_error
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.framing import RawResponse
 from broker.protocol.legacy_produce import LegacyProduceRequest, encode_error_response
+from broker.replication.errors import ReplicationError
 from broker.topics import Topic, validate_name
 
 log = logging.getLogger("broker.produce")
 
 
-def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None) -> tuple[int, int, int]:
-    """(base offset, log append time, log start offset) of the appended (or duplicate) data."""
+def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None) -> tuple[int, int, int, int]:
+    """(base offset, log append time, log start offset, end offset) of the appended (or duplicate) data."""
+    state.check_leader(topic.name, partition)
     plog = state.log(topic, partition)
     if not data:
         raise KafkaApiError(ErrorCode.corrupt_message, "produce request without record data")
@@ -40,18 +44,24 @@ def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None
             )
     duplicates = [state.producers.check(topic.name, partition, header) for header in headers]
     if duplicates and all(d is not None for d in duplicates):
-        first = duplicates[0]
-        assert first is not None
-        return first.base_offset, -1, plog.log_start_offset
-    result = plog.append(data, leader_epoch=0)
+        first, last = duplicates[0], duplicates[-1]
+        assert first is not None and last is not None
+        return first.base_offset, -1, plog.log_start_offset, last.last_offset + 1
+    result = state.append_as_leader(topic, partition, data)
     offset = result.base_offset
     for header in headers:
         state.producers.record(topic.name, partition, header, offset)
         offset += header.last_offset_delta + 1
-    return result.base_offset, result.log_append_time, result.log_start_offset
+    return result.base_offset, result.log_append_time, result.log_start_offset, result.last_offset + 1
 
 
-def _check_in_sync_replicas(state: BrokerState, topic: Topic) -> None:
+def _check_in_sync_replicas(state: BrokerState, topic: Topic, partition: int) -> None:
+    if state.cluster is not None:
+        try:
+            state.cluster.replicas.leader((topic.name, partition)).check_produce(-1)
+        except ReplicationError as exc:
+            raise replication_error(exc) from None
+        return
     wanted = int(state.topic_config(topic, "min.insync.replicas"))
     if wanted > 1:
         raise KafkaApiError(
@@ -81,6 +91,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     partition_cls = nested(cls, "PartitionProduceResponse")
     acks = body.acks
     topics = []
+    waits: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
     for topic_data in body.topic_data:
         answers = []
         topic: Topic | None = None
@@ -101,28 +112,45 @@ async def handle(state: BrokerState, request: Request) -> Any:
                     raise topic_error
                 assert topic is not None
                 if acks == -1:
-                    _check_in_sync_replicas(state, topic)
-                base_offset, append_time, start = _append(state, topic, partition_data.index, partition_data.records)
+                    _check_in_sync_replicas(state, topic, partition_data.index)
+                base_offset, append_time, start, end = _append(
+                    state, topic, partition_data.index, partition_data.records
+                )
                 error, message = ErrorCode.none, None
             except KafkaApiError as exc:
-                error, message = exc.code, str(exc)
+                error, message, end = exc.code, str(exc), -1
                 log.warning("produce %s-%s rejected: %s", topic_data.name, partition_data.index, message)
-            answers.append(
-                build(
-                    partition_cls,
-                    index=partition_data.index,
-                    error_code=error,
-                    base_offset=base_offset,
-                    log_append_time=tz_aware_from_i64(i64(append_time)) if append_time >= 0 else None,
-                    log_start_offset=start,
-                    record_errors=(),
-                    error_message=message,
-                )
+            answer = dict(
+                index=partition_data.index, error_code=error, base_offset=base_offset,
+                log_append_time=tz_aware_from_i64(i64(append_time)) if append_time >= 0 else None,
+                log_start_offset=start, record_errors=(), error_message=message,
             )
-        topics.append(
-            build(nested(cls, "TopicProduceResponse"), name=topic_data.name, partition_responses=tuple(answers))
-        )
+            answers.append(answer)
+            if acks == -1 and state.cluster is not None and error == ErrorCode.none and topic is not None:
+                timeout_ms = int(body.timeout.total_seconds() * 1000)
+                waits.append((answer, state.cluster.replicas.wait_for_isr((topic.name, partition_data.index), end,
+                                                                          timeout_ms)))
+        topics.append((topic_data.name, answers))
     state.notifier.notify()
+    if waits:
+        await _await_replication(waits)
     if acks == 0:
         return None
-    return build(cls, responses=tuple(topics), throttle_time=NO_THROTTLE)
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(
+        build(nested(cls, "TopicProduceResponse"), name=name,
+              partition_responses=tuple(build(partition_cls, **answer) for answer in answers))
+        for name, answers in topics
+    ))
+
+
+async def _await_replication(waits: list[tuple[dict[str, Any], asyncio.Future[None]]]) -> None:
+    """acks=all: wait for the ISR; a partition that does not get there answers with why."""
+    for answer, future in waits:
+        try:
+            await future
+        except ReplicationError as exc:
+            error = replication_error(exc)
+            answer.update(error_code=error.code, error_message=str(error), base_offset=-1)
+        except TimeoutError:
+            answer.update(error_code=ErrorCode.request_timed_out, base_offset=-1,
+                          error_message="acks=all: the in-sync replicas did not confirm within the request timeout")

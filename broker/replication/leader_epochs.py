@@ -90,3 +90,9 @@ def diverging_epoch(leader: LeaderEpochCache, leader_leo: int, fetch_epoch: int,
     if answer.epoch != fetch_epoch or answer.end_offset < fetch_offset:
         return answer
     return None
+
+
+def epoch_cache(plog: object) -> LeaderEpochCache:
+    """The cache of a partition log that keeps Kafka's leader-epoch-checkpoint (`leader_epochs` pairs)."""
+    pairs: list[tuple[int, int]] = getattr(plog, "leader_epochs", [])
+    return LeaderEpochCache(tuple(EpochEntry(e, o) for e, o in pairs))

@@ -28,6 +28,8 @@ from broker.replication.errors import (
 class ReplicaState:
     leo: int = 0
     last_caught_up_ms: int = 0  # last time this replica's LEO reached the leader's LEO
+    last_fetch_leader_leo: int = 0  # the leader's LEO at this replica's previous fetch
+    last_fetch_ms: int = 0
 
 
 @dataclass
@@ -81,6 +83,12 @@ class PartitionReplication:
         st.leo = min(fetch_offset, self.leader_leo)
         if st.leo >= self.leader_leo:
             st.last_caught_up_ms = now_ms
+        elif st.leo >= st.last_fetch_leader_leo:
+            # Under steady writes a follower is never exactly at the LEO; as Kafka does, it counts as
+            # caught up at its previous fetch if it now has everything the leader had then.
+            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+        st.last_fetch_leader_leo = self.leader_leo
+        st.last_fetch_ms = now_ms
         return self._update_hw()
 
     def _update_hw(self) -> bool:

@@ -1,0 +1,288 @@
+"""One broker of a cluster: runs its controller quorum member (if a voter), registers and heartbeats,
+follows the committed metadata log, and turns partition changes into leader/follower roles."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import uuid
+from typing import Any
+
+from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
+from broker.cluster.fetcher import LeaderFetcher
+from broker.cluster.replicas import ReplicaManager, TopicPartition, now_ms
+from broker.cluster.topic_sync import sync_topic
+from broker.config import BrokerConfig, ConfigError
+from broker.controller import records as r
+from broker.controller.state import MetadataState, PartitionInfo, TopicInfo
+from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
+from broker.handlers.context import BrokerState
+
+log = logging.getLogger("broker.cluster")
+_METADATA_POLL_S = 0.05
+_ISR_CHECK_S = 0.2
+
+
+def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
+    """Kafka's `controller.quorum.voters`: `1@host:port,2@host:port`."""
+    out: dict[int, tuple[str, int]] = {}
+    for part in spec.split(","):
+        try:
+            node, address = part.strip().split("@")
+            host, port = address.rsplit(":", 1)
+            out[int(node)] = (host, int(port))
+        except ValueError:
+            raise ConfigError(
+                f"controller.quorum.voters entry {part!r} is not ID@HOST:PORT (e.g. 1@127.0.0.1:19093)"
+            ) from None
+    return out
+
+
+class ClusterNode:
+    def __init__(self, config: BrokerConfig, state: BrokerState) -> None:
+        self.config = config
+        self.state = state
+        self.node_id = config.node_id
+        self.voters = parse_voters(config.get("controller.quorum.voters"))
+        roles = {role.strip() for role in config.get("process.roles").split(",")}
+        self.is_voter = "controller" in roles and self.node_id in self.voters
+        if "controller" in roles and self.node_id not in self.voters:
+            raise ConfigError(
+                f"process.roles has controller but node.id={self.node_id} is not in controller.quorum.voters"
+            )
+        self.client = ControllerClient(self.voters)
+        self.metadata_client = ControllerClient(self.voters)
+        self.meta = MetadataState()
+        self.meta_index = 0
+        self.replicas = ReplicaManager(self.node_id)
+        self.fetchers: dict[int, LeaderFetcher] = {}
+        self.controller: Any = None
+        self._isr_in_flight: set[TopicPartition] = set()
+        self._creating: set[str] = set()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stop = asyncio.Event()
+
+    # --- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self.is_voter:
+            from broker.controller.tcp_node import TcpController
+
+            self.controller = TcpController(
+                self.node_id, self.voters, self.config.data_dir / "__cluster_metadata",
+                session_timeout_ms=self.config.int("broker.session.timeout.ms"),
+                unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
+                election_timeout_ms=(1000, 2000), heartbeat_ms=100,
+            )
+            self._tasks.append(asyncio.create_task(self.controller.run(self._stop)))
+        self._tasks += [
+            asyncio.create_task(self._heartbeat_loop()),
+            asyncio.create_task(self._metadata_loop()),
+            asyncio.create_task(self._isr_loop()),
+        ]
+
+    async def close(self) -> None:
+        # Controlled shutdown: leaderships move now rather than after a session timeout.
+        with contextlib.suppress(Exception):
+            await self.client.call("shutdown", deadline_s=2.0, broker_id=self.node_id)
+        self._stop.set()
+        for fetcher in self.fetchers.values():
+            await fetcher.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.client.close()
+        self.metadata_client.close()
+
+    # --- broker registration and heartbeats ------------------------------------------------------
+    async def _heartbeat_loop(self) -> None:
+        listener = self.config.advertised
+        rack = self.config.get("broker.rack") or None
+        interval = self.config.int("broker.heartbeat.interval.ms") / 1000
+        registered = False
+        while True:
+            try:
+                if not registered:
+                    await self.client.call("register", broker_id=self.node_id, host=listener.host,
+                                           port=listener.port, rack=rack)
+                    registered = True
+                    log.info("registered with the controller", extra={"node": self.node_id})
+                else:
+                    await self.client.call("heartbeat", deadline_s=interval * 2, broker_id=self.node_id)
+            except (ControllerUnavailable, ControllerRejected) as exc:
+                log.warning("controller heartbeat failed: %s", exc)
+            await asyncio.sleep(interval)
+
+    # --- metadata ----------------------------------------------------------------------------
+    async def _committed_records(self) -> list[tuple[int, dict[str, Any]]]:
+        if self.controller is not None:
+            return list(self.controller.ctl.committed_records(self.meta_index))
+        answer = await self.metadata_client.call("records", deadline_s=2.0, **{"from": self.meta_index})
+        return [(int(i), d) for i, d in answer["records"]]
+
+    async def _metadata_loop(self) -> None:
+        while True:
+            batch: list[tuple[int, dict[str, Any]]] = []
+            try:
+                batch = await self._committed_records()
+                for index, data in batch:
+                    record = r.from_dict(data)
+                    self.meta.apply(record)
+                    self.meta_index = index
+                    if isinstance(record, r.DeleteTopic):
+                        self._forget_topic(record.name)
+                if batch:
+                    self._reconcile()
+            except ControllerUnavailable as exc:
+                log.warning("cannot read cluster metadata: %s", exc)
+            except Exception:
+                log.exception("applying cluster metadata failed; retrying")
+            if not batch:
+                await asyncio.sleep(_METADATA_POLL_S)
+
+    def _forget_topic(self, name: str) -> None:
+        for tp in [tp for tp in self.replicas.leaders if tp[0] == name]:
+            self.replicas.stop_leading(tp)
+        for fetcher in self.fetchers.values():
+            for tp in [tp for tp in fetcher.partitions if tp[0] == name]:
+                del fetcher.partitions[tp]
+        if self.state.topics.get(name) is not None:
+            self.state.delete_topic(name)
+            self.state.offsets.delete_topic(name)
+
+    def _reconcile(self) -> None:
+        """Make local topics and replica roles match the metadata (Kafka's LeaderAndIsr handling)."""
+        for info in list(self.meta.topics.values()):
+            topic = sync_topic(self.state, info, self.meta.configs.get(f"topic:{info.name}", {}))
+            for index, part in enumerate(info.partitions):
+                tp = (info.name, index)
+                if self.node_id not in part.replicas:
+                    self._unfollow(tp)
+                    self.replicas.stop_leading(tp)
+                elif part.leader == self.node_id:
+                    self._unfollow(tp)
+                    plog = self.state.log(topic, index)
+                    self.replicas.become_leader(
+                        tp, part.leader_epoch, part.replicas, part.isr, plog.log_end_offset,
+                        int(self.state.topic_config(topic, "min.insync.replicas")),
+                        self.config.int("replica.lag.time.max.ms"),
+                    )
+                else:
+                    self.replicas.stop_leading(tp)
+                    self._follow(tp, part)
+        for leader_id, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[leader_id]
+                asyncio.get_running_loop().create_task(fetcher.stop())
+
+    def _follow(self, tp: TopicPartition, part: PartitionInfo) -> None:
+        for leader_id, other in self.fetchers.items():
+            if leader_id != part.leader:
+                other.partitions.pop(tp, None)
+        if part.leader < 0:
+            return
+        fetcher = self.fetchers.get(part.leader)
+        if fetcher is None:
+            fetcher = self.fetchers[part.leader] = LeaderFetcher(
+                self.node_id, part.leader, functools.partial(self.broker_address, part.leader), self.state,
+                self.replicas,
+            )
+        fetcher.partitions[tp] = part.leader_epoch
+        fetcher.start()
+
+    def _unfollow(self, tp: TopicPartition) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.partitions.pop(tp, None)
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        info = self.meta.brokers.get(broker_id)
+        return None if info is None or info.fenced else (info.host, info.port)
+
+    # --- ISR maintenance (leader side) --------------------------------------------------------------
+    async def _isr_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_ISR_CHECK_S)
+            self.replicas.expire()
+            now = now_ms()
+            for tp, repl in list(self.replicas.leaders.items()):
+                wanted = repl.pending_isr(now)
+                if wanted is None or tp in self._isr_in_flight:
+                    continue
+                self._isr_in_flight.add(tp)
+                asyncio.get_running_loop().create_task(self._alter_isr(tp, repl.leader_epoch, wanted))
+
+    async def _alter_isr(self, tp: TopicPartition, epoch: int, isr: tuple[int, ...]) -> None:
+        try:
+            log.info("proposing ISR %s for %s-%s", list(isr), tp[0], tp[1])
+            await self.client.call("alter_partition", deadline_s=3.0, topic=tp[0], partition=tp[1],
+                                   leader=self.node_id, leader_epoch=epoch, isr=list(isr))
+            # Wait until the change is applied here, so the next check does not propose it again.
+            for _ in range(40):
+                part = self.meta.partition(*tp)
+                if part is None or set(part.isr) == set(isr) or part.leader_epoch != epoch:
+                    break
+                await asyncio.sleep(0.05)
+        except (ControllerUnavailable, ControllerRejected) as exc:
+            log.warning("ISR change for %s-%s not accepted: %s", tp[0], tp[1], exc)
+        finally:
+            self._isr_in_flight.discard(tp)
+
+    # --- requests the handlers forward to the controller ---------------------------------------------
+    async def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+    ) -> TopicInfo:
+        if replication_factor == -1:
+            replication_factor = self.config.int("default.replication.factor")
+        await self.client.call("create_topic", name=name, partitions=partitions,
+                               replication_factor=replication_factor, topic_id=uuid.uuid4().hex, configs=configs)
+        return await self.wait_for_topic(name)
+
+    async def wait_for_topic(self, name: str, timeout_s: float = 10.0) -> TopicInfo:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while loop.time() < deadline:
+            info = self.meta.topics.get(name)
+            if info is not None and self.state.topics.get(name) is not None:
+                return info
+            await asyncio.sleep(0.02)
+        raise ControllerUnavailable(f"topic {name!r} was accepted but did not reach this broker in {timeout_s:.0f} s")
+
+    async def delete_topic(self, name: str) -> None:
+        await self.client.call("delete_topic", name=name)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while name in self.meta.topics and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+
+    def auto_create(self, name: str) -> bool:
+        """Ask the controller to create `name` in the background; False when auto-creation is off."""
+        if name != OFFSETS_TOPIC and not self.config.bool("auto.create.topics.enable"):
+            return False
+        if name not in self._creating:
+            self._creating.add(name)
+            asyncio.get_running_loop().create_task(self._create_in_background(name))
+        return True
+
+    async def _create_in_background(self, name: str) -> None:
+        try:
+            if name == OFFSETS_TOPIC:
+                factor = min(self.config.int("offsets.topic.replication.factor"), len(self.meta.live_brokers()))
+                await self.create_topic(name, self.config.int("offsets.topic.num.partitions"), max(factor, 1),
+                                        dict(OFFSETS_TOPIC_CONFIGS))
+            else:
+                await self.create_topic(name, self.config.int("num.partitions"), -1, {})
+        except ControllerRejected as exc:
+            if exc.kafka_error != "TOPIC_ALREADY_EXISTS":
+                log.warning("auto-creating topic %r failed: %s", name, exc)
+        except ControllerUnavailable as exc:
+            log.warning("auto-creating topic %r failed: %s", name, exc)
+        finally:
+            self._creating.discard(name)
+
+    def active_controller(self) -> int:
+        if self.controller is not None and self.controller.ctl.raft.leader is not None:
+            return int(self.controller.ctl.raft.leader)
+        return self.client._leader if self.client._leader is not None else min(self.voters)

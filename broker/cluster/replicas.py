@@ -1,0 +1,125 @@
+"""This broker's replicas: leader state per led partition, acks=all waits, the HW it serves.
+
+The replication rules live in `broker.replication` (pure); this module keeps one
+`PartitionReplication` per partition this broker leads, parks acks=all produces until the high
+watermark passes them (Kafka's produce purgatory) and answers which high watermark a read may see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+from broker.replication.errors import NotEnoughReplicasAfterAppend, NotLeaderOrFollower, ReplicationError
+from broker.replication.partition import PartitionReplication
+from broker.replication.purgatory import Delayed, Purgatory
+
+TopicPartition = tuple[str, int]
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass
+class ReplicaManager:
+    node_id: int
+    leaders: dict[TopicPartition, PartitionReplication] = field(default_factory=dict)
+    # The high watermark a follower last heard from its leader; where a new leader starts from.
+    follower_hw: dict[TopicPartition, int] = field(default_factory=dict)
+    purgatory: Purgatory[asyncio.Future[None]] = field(default_factory=Purgatory)
+
+    def is_leader(self, tp: TopicPartition) -> bool:
+        return tp in self.leaders
+
+    def leader(self, tp: TopicPartition) -> PartitionReplication:
+        repl = self.leaders.get(tp)
+        if repl is None:
+            raise NotLeaderOrFollower(f"broker {self.node_id} is not the leader of {tp[0]}-{tp[1]}")
+        return repl
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        repl = self.leaders.get(tp)
+        return repl.high_watermark if repl is not None else self.follower_hw.get(tp, 0)
+
+    def become_leader(
+        self, tp: TopicPartition, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], leo: int,
+        min_insync: int, lag_ms: int,
+    ) -> PartitionReplication:
+        repl = self.leaders.get(tp)
+        if repl is not None and repl.leader_epoch == epoch:
+            repl.apply_leader_and_isr(epoch, isr)
+            repl.min_insync_replicas = min_insync
+            self._complete(tp)
+            return repl
+        repl = PartitionReplication(
+            self.node_id, epoch, replicas, isr, min_insync_replicas=min_insync, replica_lag_time_max_ms=lag_ms,
+            leader_epoch_start_offset=leo, high_watermark=min(self.follower_hw.get(tp, 0), leo),
+        )
+        start = now_ms()
+        for state in repl.replica_state.values():
+            state.last_caught_up_ms = start  # every follower gets one lag period from the election
+        repl.on_leader_append(leo, start)
+        self.leaders[tp] = repl
+        self._complete(tp)
+        return repl
+
+    def stop_leading(self, tp: TopicPartition) -> None:
+        repl = self.leaders.pop(tp, None)
+        if repl is not None:
+            self.follower_hw[tp] = repl.high_watermark
+        for op in self.purgatory.watchers.pop(tp, []):
+            if not op.done:
+                op.done = True
+                if not op.payload.done():
+                    op.payload.set_exception(NotLeaderOrFollower(f"{tp[0]}-{tp[1]}: leadership moved away"))
+
+    def on_leader_append(self, tp: TopicPartition, leo: int) -> None:
+        repl = self.leaders.get(tp)
+        if repl is not None and repl.on_leader_append(leo, now_ms()):
+            self._complete(tp)
+
+    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
+        if self.leader(tp).on_follower_fetch(replica_id, fetch_offset, now_ms()):
+            self._complete(tp)
+
+    def wait_for_isr(self, tp: TopicPartition, end_offset: int, timeout_ms: int) -> asyncio.Future[None]:
+        """A future done when the ISR holds everything below `end_offset` (acks=all)."""
+        repl = self.leader(tp)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        op = Delayed((tp,), now_ms() + timeout_ms, lambda: repl.acks_all_satisfied(end_offset), future)
+        if self.purgatory.try_complete_else_watch(op):
+            self._settle(repl, end_offset, future)
+        else:
+            op.ready = lambda: _check(repl, end_offset, future)
+        return future
+
+    def _complete(self, tp: TopicPartition) -> None:
+        self.purgatory.check(tp)
+
+    def expire(self) -> None:
+        for op in self.purgatory.expire(now_ms()):
+            if not op.payload.done():
+                op.payload.set_exception(TimeoutError())
+
+    def _settle(self, repl: PartitionReplication, end_offset: int, future: asyncio.Future[None]) -> None:
+        try:
+            repl.acks_all_done(end_offset)
+            future.set_result(None)
+        except ReplicationError as exc:
+            future.set_exception(exc)
+
+
+def _check(repl: PartitionReplication, end_offset: int, future: asyncio.Future[None]) -> bool:
+    """`ready` of a parked acks=all produce: settles its future when the HW passed it."""
+    if not repl.acks_all_satisfied(end_offset):
+        return False
+    if not future.done():
+        if len(repl.isr) < repl.min_insync_replicas:
+            future.set_exception(NotEnoughReplicasAfterAppend(
+                f"written, but the ISR {list(repl.isr)} shrank below min.insync.replicas={repl.min_insync_replicas}"
+            ))
+        else:
+            future.set_result(None)
+    return True
