@@ -11,7 +11,12 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from broker.replication.errors import NotEnoughReplicasAfterAppend, NotLeaderOrFollower, ReplicationError
+from broker.replication.errors import (
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    NotLeaderOrFollower,
+    ReplicationError,
+)
 from broker.replication.partition import PartitionReplication
 from broker.replication.purgatory import Delayed, Purgatory
 
@@ -69,11 +74,7 @@ class ReplicaManager:
         repl = self.leaders.pop(tp, None)
         if repl is not None:
             self.follower_hw[tp] = repl.high_watermark
-        for op in self.purgatory.watchers.pop(tp, []):
-            if not op.done:
-                op.done = True
-                if not op.payload.done():
-                    op.payload.set_exception(NotLeaderOrFollower(f"{tp[0]}-{tp[1]}: leadership moved away"))
+        self._fail(tp, NotLeaderOrFollower(f"{tp[0]}-{tp[1]}: leadership moved away"))
 
     def on_leader_append(self, tp: TopicPartition, leo: int) -> None:
         repl = self.leaders.get(tp)
@@ -99,9 +100,25 @@ class ReplicaManager:
         self.purgatory.check(tp)
 
     def expire(self) -> None:
-        for op in self.purgatory.expire(now_ms()):
+        now = now_ms()
+        for op in self.purgatory.expire(now):
             if not op.payload.done():
                 op.payload.set_exception(TimeoutError())
+        for tp, repl in self.leaders.items():
+            if not self.purgatory.watchers.get(tp):
+                continue
+            try:
+                repl.check_produce(-1, now)
+            except NotEnoughReplicas as exc:
+                # The followers stopped fetching: the waiting produces would only time out.
+                self._fail(tp, NotEnoughReplicasAfterAppend(f"written on the leader only: {exc}"))
+
+    def _fail(self, tp: TopicPartition, error: Exception) -> None:
+        for op in self.purgatory.watchers.pop(tp, []):
+            if not op.done:
+                op.done = True
+                if not op.payload.done():
+                    op.payload.set_exception(error)
 
     def _settle(self, repl: PartitionReplication, end_offset: int, future: asyncio.Future[None]) -> None:
         try:

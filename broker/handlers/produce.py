@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
+from broker.cluster.replicas import now_ms
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request, replication_error
 from broker.protocol import records
@@ -58,7 +59,7 @@ def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None
 def _check_in_sync_replicas(state: BrokerState, topic: Topic, partition: int) -> None:
     if state.cluster is not None:
         try:
-            state.cluster.replicas.leader((topic.name, partition)).check_produce(-1)
+            state.cluster.replicas.leader((topic.name, partition)).check_produce(-1, now_ms())
         except ReplicationError as exc:
             raise replication_error(exc) from None
         return

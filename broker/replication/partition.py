@@ -60,11 +60,22 @@ class PartitionReplication:
             raise FencedLeaderEpoch(f"request epoch {epoch} is older than the leader epoch {self.leader_epoch}")
         raise UnknownLeaderEpoch(f"request epoch {epoch} is newer than the leader epoch {self.leader_epoch}")
 
-    def check_produce(self, acks: int) -> None:
-        """Before append: acks=all needs at least min.insync.replicas in the ISR."""
-        if acks == -1 and len(self.isr) < self.min_insync_replicas:
+    def check_produce(self, acks: int, now_ms: int | None = None) -> None:
+        """Before append: acks=all needs at least min.insync.replicas in the ISR.
+
+        With `now_ms`, ISR members that have not caught up within replica.lag.time.max.ms do not
+        count: the ISR shrink may not have reached the controller yet (or there is no controller
+        quorum), and accepting the write would only end in a timeout.
+        """
+        if acks != -1:
+            return
+        isr = list(self.isr)
+        if now_ms is not None:
+            isr = [r for r in isr if r == self.leader_id
+                   or now_ms - self.replica_state[r].last_caught_up_ms <= self.replica_lag_time_max_ms]
+        if len(isr) < self.min_insync_replicas:
             raise NotEnoughReplicas(
-                f"ISR {list(self.isr)} has {len(self.isr)} replicas, fewer than min.insync.replicas="
+                f"{len(isr)} in-sync replicas {isr} (ISR {list(self.isr)}), fewer than min.insync.replicas="
                 f"{self.min_insync_replicas}"
             )
 
