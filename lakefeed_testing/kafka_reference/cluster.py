@@ -1,5 +1,6 @@
 """A 3-node Apache Kafka cluster in KRaft mode (each node broker and controller, static voters) on free
-ports: the reference for the bundled broker's cluster (RF 3, min.insync.replicas 2) in tests and bench."""
+ports: the reference for the bundled broker's cluster (RF 3, min.insync.replicas 2) in tests and bench.
+With more than three nodes the rest are broker-only, the layout `broker dev-cluster` uses."""
 
 import contextlib
 import re
@@ -20,6 +21,8 @@ from lakefeed_testing.errors import ServiceError
 from lakefeed_testing.kafka_reference.jars import java_command
 from lakefeed_testing.kafka_reference.tools import run_kafka_tool
 from lakefeed_testing.net import free_port, port_open, wait_until
+
+MAX_VOTERS = 3
 
 
 @dataclass
@@ -69,6 +72,15 @@ class KafkaCluster:
             process.kill()
         process.wait(30)
 
+    def alive(self, node: int) -> bool:
+        return self.procs[node].poll() is None
+
+    def pause(self, node: int) -> None:
+        self.procs[node].send_signal(signal.SIGSTOP)
+
+    def resume(self, node: int) -> None:
+        self.procs[node].send_signal(signal.SIGCONT)
+
     def restart(self, node: int) -> None:
         if self.procs[node].poll() is None:
             raise ServiceError(f"Kafka node {node} is still running; kill it first")
@@ -88,6 +100,7 @@ class KafkaCluster:
     def stop(self) -> None:
         for process in self.procs.values():
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)  # a paused JVM would never act on SIGTERM
                 process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 30
         for process in self.procs.values():
@@ -100,12 +113,13 @@ class KafkaCluster:
 
 def _properties(cluster: KafkaCluster, node: int, voters: str, overrides: dict[str, str]) -> str:
     replicas = str(min(3, len(cluster.ports)))
+    voter = node <= MAX_VOTERS
+    listeners = f"PLAINTEXT://127.0.0.1:{cluster.ports[node]}"
     settings = {
-        "process.roles": "broker,controller",
+        "process.roles": "broker,controller" if voter else "broker",
         "node.id": str(node),
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://127.0.0.1:{cluster.ports[node]},CONTROLLER://127.0.0.1:"
-                     f"{cluster.controller_ports[node]}",
+        "listeners": f"{listeners},CONTROLLER://127.0.0.1:{cluster.controller_ports[node]}" if voter else listeners,
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{cluster.ports[node]}",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -131,12 +145,13 @@ def _properties(cluster: KafkaCluster, node: int, voters: str, overrides: dict[s
 def kafka_cluster_reference(
     nodes: int = 3, overrides: dict[str, str] | None = None, heap: str = "512m"
 ) -> Iterator[KafkaCluster]:
-    """Start `nodes` Apache Kafka nodes (all voters) on 127.0.0.1 with RF 3 and min.insync.replicas 2 as
-    defaults; yield once every broker is in Metadata; stop and delete everything after."""
+    """Start `nodes` Apache Kafka nodes on 127.0.0.1 (the first three vote in the controller quorum, as in
+    `broker dev-cluster`) with RF 3 and min.insync.replicas 2 as defaults; yield once every broker is in
+    Metadata; stop and delete everything after."""
     workdir = Path(tempfile.mkdtemp(prefix="lakefeed-kafka-cluster-"))
     ids = range(1, nodes + 1)
     cluster = KafkaCluster(workdir, {n: free_port() for n in ids}, {n: free_port() for n in ids}, heap)
-    voters = ",".join(f"{n}@127.0.0.1:{cluster.controller_ports[n]}" for n in ids)
+    voters = ",".join(f"{n}@127.0.0.1:{cluster.controller_ports[n]}" for n in ids if n <= MAX_VOTERS)
     cluster_id = uuid.uuid4().hex[:22]
     try:
         for n in ids:
