@@ -93,6 +93,26 @@ async def _serve(config: BrokerConfig) -> int:
     return 0
 
 
+@main.command("dev-cluster")
+@click.option("--nodes", type=int, default=3, show_default=True, help="How many broker processes.")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Holds node-N/ data dirs, node-N.log and cluster.json.")
+@click.option("--base-port", type=int, default=9092, show_default=True,
+              help="Node i listens on BASE+i-1 (Kafka) and BASE+NODES+i-1 (controller).")
+@click.option("--rack-count", type=int, default=None, help="Spread nodes over this many racks (broker.rack).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Property for every node; repeatable.")
+def dev_cluster(nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...]) -> None:
+    """Run a local cluster of NODES brokers in the foreground until Ctrl-C."""
+    from broker.dev_cluster import DevCluster, DevClusterError
+
+    try:
+        cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides))
+        sys.exit(cluster.run_foreground())
+    except (DevClusterError, ConfigError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
 @main.command("dump-log-segments")
 @click.option("--files", "files", required=True, multiple=True,
               help="A .log, .index, .timeindex or .snapshot file; repeatable (comma-separated also accepted).")

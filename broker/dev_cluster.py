@@ -1,9 +1,14 @@
-"""A local development cluster: N `broker start` processes on consecutive ports.
+"""A local development cluster: N `broker start` processes on consecutive ports, one data dir each.
 
-Process management only (the click command `broker dev-cluster` will call `run_foreground`):
-each node gets `DIR/node-N` as its data dir, `127.0.0.1:BASE_PORT+N-1` as its listener and
-`node.id=N`; `DIR/cluster.json` lists every node's id, port and pid; Ctrl-C / SIGTERM stops all of
-them (SIGTERM, then SIGKILL after a grace period).
+Port layout for `--nodes N --base-port P`: node i (1..N) serves Kafka on 127.0.0.1:P+i-1 and, when it
+votes in the controller quorum, the controller protocol on 127.0.0.1:P+N+i-1. The first min(3, N) nodes
+are voters (`process.roles=broker,controller`); the rest are plain brokers. Every node gets
+`controller.quorum.voters`, so it is a clustered node; with N >= 3 the topic defaults are Kafka's durable
+ones (RF 3, min.insync.replicas 2) unless `--set` says otherwise.
+
+`DIR/cluster.json` lists each node's id, ports, pid and data dir. `run_foreground` (the click command
+`broker dev-cluster`) stops every node on Ctrl-C/SIGTERM or when a node dies; tests drive the same class
+and use `kill`/`restart`/`pause`/`resume` to inject failures into real processes.
 """
 
 from __future__ import annotations
@@ -19,6 +24,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
+
+MAX_VOTERS = 3
+# Kafka's durable settings: every acknowledged write survives the loss of one node.
+DURABLE_DEFAULTS = {
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "offsets.topic.replication.factor": "3",
+}
 
 
 class DevClusterError(Exception):
@@ -29,19 +43,32 @@ class DevClusterError(Exception):
 class NodeInfo:
     node_id: int
     port: int
+    controller_port: int | None  # None: a broker-only node (no controller listener)
     pid: int
     data_dir: str
 
 
 class DevCluster:
-    def __init__(self, nodes: int, data_dir: Path, base_port: int, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        nodes: int,
+        data_dir: Path,
+        base_port: int,
+        rack_count: int | None = None,
+        settings: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         if nodes < 1:
             raise DevClusterError(f"--nodes must be at least 1, got {nodes}")
-        if not 1024 <= base_port <= 65535 - nodes:
-            raise DevClusterError(f"--base-port {base_port} leaves no room for {nodes} ports in 1024..65535")
+        if not 1024 <= base_port <= 65535 - 2 * nodes:
+            raise DevClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports in 1024..65535")
+        if rack_count is not None and rack_count < 1:
+            raise DevClusterError(f"--rack-count must be at least 1, got {rack_count}")
         self.nodes = nodes
         self.data_dir = data_dir
         self.base_port = base_port
+        self.rack_count = rack_count
+        self.settings = dict(settings or {})
         self.extra_args = extra_args
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
@@ -49,49 +76,152 @@ class DevCluster:
     def cluster_file(self) -> Path:
         return self.data_dir / "cluster.json"
 
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, self.nodes + 1))
+
+    @property
+    def voters(self) -> list[int]:
+        return self.node_ids[:MAX_VOTERS]
+
+    def port(self, node_id: int) -> int:
+        return self.base_port + node_id - 1
+
+    def controller_port(self, node_id: int) -> int:
+        return self.base_port + self.nodes + node_id - 1
+
+    def voters_spec(self) -> str:
+        return ",".join(f"{n}@127.0.0.1:{self.controller_port(n)}" for n in self.voters)
+
+    def node_settings(self, node_id: int) -> dict[str, str]:
+        """The properties node `node_id` starts with (after the listener and data dir)."""
+        props = {
+            "node.id": str(node_id),
+            "process.roles": "broker,controller" if node_id in self.voters else "broker",
+            "controller.quorum.voters": self.voters_spec(),
+        }
+        if self.rack_count:
+            props["broker.rack"] = f"rack-{node_id % self.rack_count}"
+        if self.nodes >= 3:
+            props.update(DURABLE_DEFAULTS)
+        props.update(self.settings)
+        return props
+
     def command(self, node_id: int) -> list[str]:
-        port = self.base_port + node_id - 1
+        sets = [arg for key, value in self.node_settings(node_id).items() for arg in ("--set", f"{key}={value}")]
         return [
             sys.executable, "-m", "broker.cli", "start",
             "--data-dir", str(self.data_dir / f"node-{node_id}"),
-            "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-            "--set", f"node.id={node_id}",
-            *self.extra_args,
-        ]
+            "--listeners", f"PLAINTEXT://127.0.0.1:{self.port(node_id)}",
+            *sets, *self.extra_args,
+        ]  # fmt: skip
+
+    def log_path(self, node_id: int) -> Path:
+        return self.data_dir / f"node-{node_id}.log"
 
     def start(self, ready_timeout_s: float = 30.0) -> list[NodeInfo]:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for n in range(1, self.nodes + 1):
-            port = self.base_port + n - 1
-            if _port_open(port):
-                self.stop()
-                raise DevClusterError(f"port {port} is already in use; pick another --base-port")
-            (self.data_dir / f"node-{n}").mkdir(exist_ok=True)
-            log = open(self.data_dir / f"node-{n}.log", "ab")  # noqa: SIM115 - the child keeps it open
-            self.procs[n] = subprocess.Popen(self.command(n), stdout=log, stderr=log, start_new_session=True)
-            log.close()
-        deadline = time.monotonic() + ready_timeout_s
-        for n, proc in self.procs.items():
-            port = self.base_port + n - 1
-            while not _port_open(port):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise DevClusterError(f"node {n} did not start on port {port}; see {self.data_dir}/node-{n}.log")
-                time.sleep(0.05)
-        infos = self.infos()
+        for n in self.node_ids:
+            for port in (self.port(n), self.controller_port(n)):
+                if _port_open(port):
+                    raise DevClusterError(f"port {port} is already in use; pick another --base-port")
+        try:
+            for n in self.node_ids:
+                self._spawn(n)
+            deadline = time.monotonic() + ready_timeout_s
+            for n in self.node_ids:
+                self._wait_listening(n, deadline)
+        except DevClusterError:
+            self.stop()
+            raise
+        self._write_cluster_file()
+        return self.infos()
+
+    def _spawn(self, node_id: int) -> None:
+        (self.data_dir / f"node-{node_id}").mkdir(exist_ok=True)
+        with self.log_path(node_id).open("ab") as log:  # the child keeps its own copy of the descriptor
+            # Own session: Ctrl-C in the terminal reaches only the manager, which stops nodes in order.
+            self.procs[node_id] = subprocess.Popen(
+                self.command(node_id), stdout=log, stderr=log, start_new_session=True
+            )
+
+    def _wait_listening(self, node_id: int, deadline: float) -> None:
+        proc, port = self.procs[node_id], self.port(node_id)
+        while not _port_open(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise DevClusterError(f"node {node_id} did not start on port {port}; see {self.log_path(node_id)}")
+            time.sleep(0.05)
+
+    def _write_cluster_file(self) -> None:
         tmp = self.cluster_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"nodes": [asdict(i) for i in infos]}, indent=2))
+        tmp.write_text(json.dumps({"nodes": [asdict(i) for i in self.infos()]}, indent=2))
         os.replace(tmp, self.cluster_file)
-        return infos
 
     def infos(self) -> list[NodeInfo]:
         return [
-            NodeInfo(n, self.base_port + n - 1, p.pid, str(self.data_dir / f"node-{n}")) for n, p in self.procs.items()
-        ]
+            NodeInfo(n, self.port(n), self.controller_port(n) if n in self.voters else None, p.pid,
+                     str(self.data_dir / f"node-{n}"))
+            for n, p in sorted(self.procs.items())
+        ]  # fmt: skip
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.port(n)}" for n in self.node_ids)
+
+    def alive(self, node_id: int) -> bool:
+        proc = self.procs.get(node_id)
+        return proc is not None and proc.poll() is None
+
+    def kill(self, node_id: int) -> None:
+        """kill -9: no shutdown, no flush; the node's data dir stays as the crash left it."""
+        proc = self._proc(node_id)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+    def restart(self, node_id: int, ready_timeout_s: float = 30.0) -> None:
+        """Start a killed or stopped node again with the same command and data dir."""
+        if self.alive(node_id):
+            raise DevClusterError(f"node {node_id} is still running; kill it first")
+        self._spawn(node_id)
+        try:
+            self._wait_listening(node_id, time.monotonic() + ready_timeout_s)
+        finally:
+            self._write_cluster_file()
+
+    def pause(self, node_id: int) -> None:
+        self._proc(node_id).send_signal(signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        self._proc(node_id).send_signal(signal.SIGCONT)
+
+    def _proc(self, node_id: int) -> subprocess.Popen[bytes]:
+        if node_id not in self.procs:
+            raise DevClusterError(f"no node {node_id}; nodes are {self.node_ids}")
+        return self.procs[node_id]
+
+    def controller_status(self, node_id: int, timeout_s: float = 1.0) -> dict[str, Any] | None:
+        """The node's `{"op": "status"}` admin answer on its controller port; None when it does not answer."""
+        if node_id not in self.voters:
+            return None
+        try:
+            with socket.create_connection(("127.0.0.1", self.controller_port(node_id)), timeout=timeout_s) as s:
+                s.sendall(b'{"op": "status"}\n')
+                reply: dict[str, Any] = json.loads(s.makefile("rb").readline())
+                return reply
+        except (OSError, ValueError):
+            return None
+
+    def active_controller(self) -> int | None:
+        """The voter that says it is the Raft leader (None while there is none)."""
+        for n in self.voters:
+            if self.alive(n) and (self.controller_status(n) or {}).get("role") == "leader":
+                return n
+        return None
 
     def stop(self, grace_s: float = 10.0) -> None:
         for p in self.procs.values():
             if p.poll() is None:
+                p.send_signal(signal.SIGCONT)  # a paused node would never act on SIGTERM
                 p.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         for p in self.procs.values():
@@ -111,7 +241,10 @@ class DevCluster:
 
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self.start()
+            for info in self.start():
+                role = f"controller 127.0.0.1:{info.controller_port}, " if info.controller_port else ""
+                print(f"node {info.node_id}: kafka 127.0.0.1:{info.port}, {role}pid {info.pid}", file=sys.stderr)
+            print(f"bootstrap.servers={self.bootstrap_servers()}; Ctrl-C stops the cluster", file=sys.stderr)
             while not stop.wait(0.2):
                 dead = [n for n, p in self.procs.items() if p.poll() is not None]
                 if dead:
@@ -128,20 +261,3 @@ def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m broker.dev_cluster NODES DATA_DIR BASE_PORT` until the click command exists."""
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 3:
-        print("usage: python -m broker.dev_cluster NODES DATA_DIR BASE_PORT", file=sys.stderr)
-        return 2
-    try:
-        return DevCluster(int(args[0]), Path(args[1]), int(args[2])).run_foreground()
-    except (DevClusterError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -36,3 +36,19 @@ def wait_until(
             raise ServiceError(f"{what}: the process exited before it was ready")
         time.sleep(0.1)
     raise ServiceError(f"{what}: not ready after {timeout:.0f} s", retriable=True)
+
+
+def free_port_block(count: int) -> int:
+    """The first of `count` consecutive free ports on 127.0.0.1 (dev-cluster's port layout needs a block)."""
+    for _ in range(50):
+        base = free_port()
+        if base + count >= 65535:
+            continue
+        try:
+            for port in range(base, base + count):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise ServiceError(f"no {count} consecutive free ports on 127.0.0.1", retriable=True)

@@ -14,6 +14,7 @@ KAFKA_TOOLS = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
 }
 
 

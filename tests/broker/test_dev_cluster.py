@@ -1,5 +1,6 @@
-"""The dev-cluster process manager with real `broker start` processes (each still a single-node
-broker: they do not know of each other yet)."""
+"""The dev-cluster process manager with real `broker start` processes: ports, per-node settings,
+cluster.json, failure injection (kill -9, restart, SIGSTOP/SIGCONT) and Ctrl-C. These hold whether or not
+the nodes form one cluster; tests/broker/cluster/ checks the cluster itself."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from confluent_kafka.admin import AdminClient
 from broker.dev_cluster import DevCluster, DevClusterError
 
 
-def free_base_port(n: int) -> int:
+def free_base_port(nodes: int) -> int:
+    """A base port with 2 * nodes free consecutive ports (Kafka listeners, then controller listeners)."""
     for _ in range(50):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             base = int(s.getsockname()[1])
-        if base + n < 65535 and all(_free(base + i) for i in range(n)):
+        if base + 2 * nodes < 65535 and all(_free(base + i) for i in range(2 * nodes)):
             return base
     raise AssertionError("no free consecutive ports")
 
@@ -51,7 +53,10 @@ def test_starts_nodes_writes_cluster_json_and_stops_them(tmp_path: Path) -> None
     try:
         infos = cluster.start()
         data = json.loads((tmp_path / "cluster.json").read_text())
-        assert [(n["node_id"], n["port"]) for n in data["nodes"]] == [(1, base), (2, base + 1), (3, base + 2)]
+        assert [(n["node_id"], n["port"], n["controller_port"]) for n in data["nodes"]] == [
+            (1, base, base + 3), (2, base + 1, base + 4), (3, base + 2, base + 5)]
+        assert all(n["data_dir"] == str(tmp_path / f"node-{n['node_id']}") for n in data["nodes"])
+        assert cluster.bootstrap_servers() == f"127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}"
         for node in data["nodes"]:
             assert alive(node["pid"])
             md = AdminClient({"bootstrap.servers": f"127.0.0.1:{node['port']}"}).list_topics(timeout=10)
@@ -65,7 +70,8 @@ def test_starts_nodes_writes_cluster_json_and_stops_them(tmp_path: Path) -> None
 
 def test_sigterm_to_the_foreground_manager_stops_every_node(tmp_path: Path) -> None:
     base = free_base_port(2)
-    proc = subprocess.Popen([sys.executable, "-m", "broker.dev_cluster", "2", str(tmp_path), str(base)])
+    proc = subprocess.Popen([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "2",
+                             "--data-dir", str(tmp_path), "--base-port", str(base)])
     try:
         deadline = time.monotonic() + 30
         while not (tmp_path / "cluster.json").exists():
@@ -90,3 +96,66 @@ def test_bad_arguments_and_busy_port_are_named(tmp_path: Path) -> None:
         busy = s.getsockname()[1]
         with pytest.raises(DevClusterError, match=f"port {busy} is already in use"):
             DevCluster(1, tmp_path, busy).start()
+        with pytest.raises(DevClusterError, match=f"port {busy} is already in use"):
+            DevCluster(2, tmp_path, busy - 3).start()  # node 2's controller port
+    with pytest.raises(DevClusterError, match="--rack-count must be at least 1"):
+        DevCluster(3, tmp_path, 20000, rack_count=0)
+    result = subprocess.run([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "0", "--data-dir",
+                             str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--nodes must be at least 1" in result.stderr
+
+
+def test_node_settings_follow_the_port_layout_roles_racks_and_overrides(tmp_path: Path) -> None:
+    five = DevCluster(5, tmp_path, 30000, rack_count=2, settings={"min.insync.replicas": "1", "x.y": "z"})
+    voters = "1@127.0.0.1:30005,2@127.0.0.1:30006,3@127.0.0.1:30007"
+    assert five.node_settings(1) == {
+        "node.id": "1", "process.roles": "broker,controller", "controller.quorum.voters": voters,
+        "broker.rack": "rack-1", "default.replication.factor": "3", "min.insync.replicas": "1",
+        "offsets.topic.replication.factor": "3", "x.y": "z",
+    }
+    assert five.node_settings(4)["process.roles"] == "broker" and five.node_settings(4)["broker.rack"] == "rack-0"
+    command = five.command(4)
+    assert command[command.index("--listeners") + 1] == "PLAINTEXT://127.0.0.1:30003"
+    assert command[command.index("--data-dir") + 1] == str(tmp_path / "node-4")
+    assert "controller.quorum.voters=" + voters in command
+    two = DevCluster(2, tmp_path, 30000)
+    assert two.node_settings(2) == {
+        "node.id": "2", "process.roles": "broker,controller",
+        "controller.quorum.voters": "1@127.0.0.1:30002,2@127.0.0.1:30003",
+    }  # fewer than 3 nodes: no RF 3 default (it could never be met)
+
+
+def test_kill_restart_pause_resume_act_on_the_real_processes(tmp_path: Path) -> None:
+    base = free_base_port(1)
+    cluster = DevCluster(1, tmp_path, base)
+    try:
+        cluster.start()
+        first = cluster.procs[1].pid
+        cluster.pause(1)
+        assert _stopped(first, True)
+        cluster.resume(1)
+        assert not _stopped(first, False)
+        with pytest.raises(DevClusterError, match="still running"):
+            cluster.restart(1)
+        cluster.kill(1)
+        assert cluster.procs[1].returncode == -signal.SIGKILL and not cluster.alive(1)
+        cluster.restart(1)
+        second = cluster.procs[1].pid
+        assert second != first and alive(second)
+        assert json.loads((tmp_path / "cluster.json").read_text())["nodes"][0]["pid"] == second
+        md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}).list_topics(timeout=10)
+        assert [b.port for b in md.brokers.values()] == [base]
+        cluster.pause(1)  # stop() must end a paused node too
+    finally:
+        cluster.stop(grace_s=5)
+    assert not alive(second)
+
+
+def _stopped(pid: int, expected: bool) -> bool:
+    """Whether /proc shows the process stopped by a signal (state T), polled until `expected` or 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        stopped = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        if stopped == expected or time.monotonic() > deadline:
+            return stopped
+        time.sleep(0.02)

@@ -1,0 +1,157 @@
+"""confluent-kafka helpers for the cluster tests: topic state, a continuous keyed writer that records every
+acknowledgement, reading a topic back, and the exactly-once / in-order check."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.broker.cluster.harness import until
+
+# Bounded everywhere: a produce that cannot complete fails within these, never hangs a test.
+PRODUCER = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "message.timeout.ms": 45_000,
+    "request.timeout.ms": 10_000,
+    "retry.backoff.max.ms": 500,
+    "reconnect.backoff.max.ms": 500,
+    "partitioner": "murmur2_random",  # the Java client's key -> partition mapping
+}
+
+Ack = tuple[int, int, int, float]  # partition, offset, seq, monotonic time of the acknowledgement
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+
+
+def new_topic_name() -> str:
+    return f"c-{uuid.uuid4().hex[:10]}"
+
+
+def describe(bootstrap: str, topic: str) -> dict[int, PartitionState]:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+    md = admin.list_topics(topic, timeout=5).topics[topic]
+    if md.error is not None:
+        raise AssertionError(f"topic {topic}: {md.error}")
+    return {p: PartitionState(s.leader, list(s.replicas), sorted(s.isrs)) for p, s in md.partitions.items()}
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 3, assignment: list[list[int]] | None = None,
+    config: dict[str, str] | None = None,
+) -> dict[int, PartitionState]:
+    """Create with RF 3 (or `assignment`) and wait until every partition has a leader and a full ISR."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if assignment:
+        spec = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment, config=config or {})
+    else:
+        spec = NewTopic(topic, num_partitions=partitions, replication_factor=3, config=config or {})
+    admin.create_topics([spec])[topic].result(30)
+    rf = len(assignment[0]) if assignment else 3
+    count = len(assignment) if assignment else partitions
+
+    def ready() -> dict[int, PartitionState] | None:
+        state = describe(bootstrap, topic)
+        good = len(state) == count and all(s.leader >= 0 and len(s.isr) == rf for s in state.values())
+        return state if good else None
+
+    state: dict[int, PartitionState] = until(ready, 30, f"{topic}: leaders and full ISRs")  # type: ignore[assignment]
+    return state
+
+
+def wait_full_isr(bootstrap: str, topic: str, rf: int = 3, timeout: float = 30) -> None:
+    until(lambda: all(len(s.isr) == rf for s in describe(bootstrap, topic).values()), timeout,
+          f"{topic}: every replica back in the ISR")
+
+
+@dataclass
+class Writer:
+    """Keyed writes in a thread as fast as `interval` allows; `acked` holds (partition, offset, seq, acked at)."""
+
+    bootstrap: str
+    topic: str
+    keys: int = 64
+    interval: float = 0.003
+    acked: list[Ack] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+    sent: int = 0
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": self.bootstrap, **PRODUCER, "linger.ms": 2})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _report(self, seq: int, error: KafkaError | None, message: Any) -> None:
+        if error is None:
+            self.acked.append((message.partition(), message.offset(), seq, time.monotonic()))
+        else:
+            self.failed.append((seq, str(error)))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            seq = self.sent
+            try:
+                self._producer.produce(self.topic, key=f"k{seq % self.keys}".encode(), value=str(seq).encode(),
+                                       on_delivery=functools.partial(self._report, seq))
+                self.sent += 1
+            except BufferError:
+                pass
+            self._producer.poll(self.interval)
+
+    def start(self) -> Writer:
+        self._thread.start()
+        return self
+
+    def acked_since(self, partition: int | None, since: float) -> int:
+        return sum(1 for p, _, _, at in list(self.acked) if at >= since and partition in (None, p))
+
+    def stop(self, timeout: float = 60) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        left = self._producer.flush(timeout)
+        assert left == 0, f"{left} writes neither acknowledged nor failed after {timeout} s"
+
+
+def consume_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, list[tuple[int, int]]]:
+    """Every record of the topic, per partition, as (offset, seq), read up to each partition's high watermark."""
+    partitions = sorted(describe(bootstrap, topic))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    got: dict[int, list[tuple[int, int]]] = {p: [] for p in partitions}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(got[p][-1][0] + 1 < ends[p] if got[p] else ends[p] > 0 for p in partitions):
+            assert time.monotonic() < deadline, f"read {[len(v) for v in got.values()]} of ends {ends} in {timeout} s"
+            for m in consumer.consume(500, 0.5):
+                if m.error() is None:
+                    got[int(m.partition() or 0)].append((int(m.offset() or 0), int(m.value() or b"-1")))
+    finally:
+        consumer.close()
+    return got
+
+
+def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int, int]]]) -> None:
+    """Every acknowledged write is in the log once, at the offset its acknowledgement named; each partition
+    holds its writes in the order they were produced (seq strictly increasing); no write appears twice."""
+    seqs = [seq for records in got.values() for _, seq in records]
+    assert len(seqs) == len(set(seqs)), "a write appears more than once"
+    for p, records in got.items():
+        order = [seq for _, seq in records]
+        assert order == sorted(order), f"partition {p} is out of produce order"
+    stored = {(p, offset, seq) for p, records in got.items() for offset, seq in records}
+    missing = [(p, o, s) for p, o, s, _ in acked if (p, o, s) not in stored]
+    assert not missing, f"{len(missing)} acknowledged writes lost or moved, e.g. {missing[:5]}"
