@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import click
 
 from broker import logs
 from broker.config import BrokerConfig, ConfigError, load_file, parse_set
+
+log = logging.getLogger("broker.cli")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,9 +79,11 @@ async def _serve(config: BrokerConfig) -> int:
             click.echo(f"error: {exc}", err=True)
             return 2
     try:
-        await server.start()
         if node is not None:
             await node.start()
+            log.info("joining the cluster: waiting for the controller quorum and the metadata")
+            await node.ready.wait()
+        await server.start()
     except OSError as exc:
         click.echo(f"error: cannot listen on {config.get('listeners')} or the controller port: {exc}", err=True)
         return 1

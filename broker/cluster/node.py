@@ -61,6 +61,10 @@ class ClusterNode:
         self.controller: Any = None
         self._isr_in_flight: set[TopicPartition] = set()
         self._creating: set[str] = set()
+        self._registered_at: int | None = None  # Raft index of our registration
+        # Set once this broker has applied the metadata up to its own registration: before that it
+        # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
+        self.ready = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
 
@@ -101,13 +105,16 @@ class ClusterNode:
     async def _heartbeat_loop(self) -> None:
         listener = self.config.advertised
         rack = self.config.get("broker.rack") or None
-        interval = self.config.int("broker.heartbeat.interval.ms") / 1000
+        # At least three heartbeats per session, so one slow heartbeat never fences a live broker.
+        interval = min(self.config.int("broker.heartbeat.interval.ms"),
+                       self.config.int("broker.session.timeout.ms") // 3) / 1000
         registered = False
         while True:
             try:
                 if not registered:
-                    await self.client.call("register", broker_id=self.node_id, host=listener.host,
-                                           port=listener.port, rack=rack)
+                    answer = await self.client.call("register", broker_id=self.node_id, host=listener.host,
+                                                    port=listener.port, rack=rack)
+                    self._registered_at = int(answer.get("index", 0))
                     registered = True
                     log.info("registered with the controller", extra={"node": self.node_id})
                 else:
@@ -136,6 +143,8 @@ class ClusterNode:
                         self._forget_topic(record.name)
                 if batch:
                     self._reconcile()
+                if self._registered_at is not None and self.meta_index >= self._registered_at:
+                    self.ready.set()
             except ControllerUnavailable as exc:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:
