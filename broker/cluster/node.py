@@ -150,7 +150,8 @@ class ClusterNode:
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
             if not batch:
-                await asyncio.sleep(_METADATA_POLL_S)
+                # Reading the local quorum member costs nothing; a broker-only node asks over TCP.
+                await asyncio.sleep(_METADATA_POLL_S if self.controller is None else 0.01)
 
     def _forget_topic(self, name: str) -> None:
         for tp in [tp for tp in self.replicas.leaders if tp[0] == name]:
@@ -241,12 +242,14 @@ class ClusterNode:
 
     # --- requests the handlers forward to the controller ---------------------------------------------
     async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]
+        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+        assignment: list[list[int]] | None = None,
     ) -> TopicInfo:
         if replication_factor == -1:
             replication_factor = self.config.int("default.replication.factor")
         await self.client.call("create_topic", name=name, partitions=partitions,
-                               replication_factor=replication_factor, topic_id=uuid.uuid4().hex, configs=configs)
+                               replication_factor=replication_factor, topic_id=uuid.uuid4().hex, configs=configs,
+                               assignment=assignment)
         return await self.wait_for_topic(name)
 
     async def wait_for_topic(self, name: str, timeout_s: float = 10.0) -> TopicInfo:

@@ -18,6 +18,10 @@ class InvalidPartitions(ControllerError):
     kafka_error = "INVALID_PARTITIONS"
 
 
+class InvalidReplicaAssignment(ControllerError):
+    kafka_error = "INVALID_REPLICA_ASSIGNMENT"
+
+
 class TopicExists(ControllerError):
     kafka_error = "TOPIC_ALREADY_EXISTS"
 

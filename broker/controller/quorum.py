@@ -12,7 +12,7 @@ from typing import Any
 
 from broker.controller import records as r
 from broker.controller.election import alter_isr, on_broker_fenced, on_broker_unfenced, preferred_leader_changes
-from broker.controller.errors import NotController, TopicExists, UnknownTopic
+from broker.controller.errors import InvalidReplicaAssignment, NotController, TopicExists, UnknownTopic
 from broker.controller.placement import assign_replicas
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
 from broker.controller.state import MetadataState
@@ -124,14 +124,19 @@ class QuorumController:
         return self._propose(recs)
 
     def create_topic(
-        self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None
+        self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None,
+        assignment: list[list[int]] | None = None,
     ) -> int:
         if name in self.state.topics:
             raise TopicExists(f"topic {name!r} already exists")
-        assignment = assign_replicas(
-            self.state.live_brokers(), partitions, replication_factor, start=len(self.state.topics)
-        )
-        return self._propose([r.CreateTopic(name, topic_id, assignment, tuple(sorted((configs or {}).items())))])
+        if assignment:
+            placed = _check_assignment(assignment, set(self.state.brokers))
+        else:
+            placed = assign_replicas(
+                self.state.live_brokers(), partitions, replication_factor, start=len(self.state.topics)
+            )
+        assignment_ = placed
+        return self._propose([r.CreateTopic(name, topic_id, assignment_, tuple(sorted((configs or {}).items())))])
 
     def delete_topic(self, name: str) -> int:
         if name not in self.state.topics:
@@ -176,3 +181,17 @@ class QuorumController:
                 for t in self.state.topics.values()
             },
         }
+
+
+def _check_assignment(assignment: list[list[int]], known: set[int]) -> tuple[tuple[int, ...], ...]:
+    """A replica assignment given by the client (CreateTopics `assignments`), checked as Kafka does."""
+    sizes = {len(replicas) for replicas in assignment}
+    if len(sizes) != 1 or 0 in sizes:
+        raise InvalidReplicaAssignment(f"every partition needs the same, non-zero number of replicas: {assignment}")
+    for replicas in assignment:
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignment(f"replica list {replicas} names a broker twice")
+        unknown = set(replicas) - known
+        if unknown:
+            raise InvalidReplicaAssignment(f"replica list {replicas} names unknown brokers {sorted(unknown)}")
+    return tuple(tuple(replicas) for replicas in assignment)

@@ -290,7 +290,12 @@ class RaftNode:
         if m.success:
             self.match_index[m.follower] = max(self.match_index.get(m.follower, 0), m.match_index)
             self.next_index[m.follower] = self.match_index[m.follower] + 1
+            committed = self.commit_index
             self._advance_commit()
+            if self.commit_index > committed:
+                # Tell every follower at once: brokers read the metadata from their local quorum
+                # member, so the new commit index should not wait for the next heartbeat.
+                return [self._append_for(peer) for peer in self._peers()]
             if self.next_index[m.follower] <= self.last_index:
                 return [self._append_for(m.follower)]
             return []

@@ -111,7 +111,7 @@ class TcpController:
             elif op == "create_topic":
                 idx = self.ctl.create_topic(
                     req["name"], req["partitions"], req["replication_factor"], req.get("topic_id") or uuid.uuid4().hex,
-                    req.get("configs") or {},
+                    req.get("configs") or {}, req.get("assignment"),
                 )
             elif op == "delete_topic":
                 idx = self.ctl.delete_topic(req["name"])

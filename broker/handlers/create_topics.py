@@ -59,7 +59,10 @@ async def _create_in_cluster(state: BrokerState, wanted: Any, partitions: int, c
 
     assert state.cluster is not None
     try:
-        info = await state.cluster.create_topic(wanted.name, partitions, wanted.replication_factor, configs)
+        assignment = [list(a.broker_ids) for a in sorted(wanted.assignments, key=lambda a: a.partition_index)]
+        info = await state.cluster.create_topic(
+            wanted.name, partitions, wanted.replication_factor, configs, assignment or None
+        )
     except ControllerRejected as exc:
         code = ErrorCode[exc.kafka_error.lower()] if exc.kafka_error.lower() in ErrorCode.__members__ else (
             ErrorCode.invalid_request)

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker.cluster.harness import until
@@ -44,6 +44,8 @@ def describe(bootstrap: str, topic: str) -> dict[int, PartitionState]:
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
     md = admin.list_topics(topic, timeout=5).topics[topic]
     if md.error is not None:
+        if md.error.retriable():  # e.g. LEADER_NOT_AVAILABLE while metadata reaches this broker: `until` retries
+            raise KafkaException(md.error)
         raise AssertionError(f"topic {topic}: {md.error}")
     return {p: PartitionState(s.leader, list(s.replicas), sorted(s.isrs)) for p, s in md.partitions.items()}
 
