@@ -40,7 +40,8 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_sigcont(cluster: Cl
         try:
             until(lambda: follower not in describe(live, topic)[0].isr, 30, f"node {follower} out of the ISR")
             left = time.monotonic() - stopped_at
-            until(lambda: writer.acked_since(0, time.monotonic() - 0.5) > 0, 15,
+            out_at = time.monotonic()
+            until(lambda: writer.acked_since(0, out_at) >= 10, 15,
                   "acks=all writes acknowledged by the two remaining in-sync replicas")
         finally:
             cluster.resume(follower)

@@ -50,13 +50,9 @@ def _kill_and_restart_leader(cluster: Cluster, writer: Writer, topic: str, parti
     until(lambda: writer.acked_since(partition, killed_at) >= 20, 30,
           f"round {round_}: acknowledged writes to partition {partition} after the failover")
     print(f"{cluster.name}: round {round_}, partition {partition}: node {leader} killed, writes acknowledged "
-          f"again after {_first_ack_after(writer, partition, killed_at):.2f} s")
+          f"again after {writer.first_ack_after(partition, killed_at):.2f} s")
     cluster.restart(leader)
     wait_full_isr(cluster.bootstrap, topic)  # the next kill must leave two in-sync replicas
-
-
-def _first_ack_after(writer: Writer, partition: int, since: float) -> float:
-    return min(at for p, _, _, at in list(writer.acked) if p == partition and at >= since) - since
 
 
 def test_killing_the_active_controller_elects_a_new_one_and_moves_its_leaderships(cluster: Cluster) -> None:
