@@ -6,14 +6,16 @@ examples/ use them directly.
 """
 
 from lakefeed_testing.errors import ServiceError
-from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
+from lakefeed_testing.kafka_reference import KafkaCluster, KafkaReference, kafka_cluster_reference, kafka_reference
 from lakefeed_testing.mysql import MySQLServer, mysql_server
 from lakefeed_testing.spark import spark_session
 
 __all__ = [
+    "KafkaCluster",
     "KafkaReference",
     "MySQLServer",
     "ServiceError",
+    "kafka_cluster_reference",
     "kafka_reference",
     "mysql_server",
     "spark_session",

@@ -59,8 +59,7 @@ def test_starts_nodes_writes_cluster_json_and_stops_them(tmp_path: Path) -> None
         assert cluster.bootstrap_servers() == f"127.0.0.1:{base},127.0.0.1:{base + 1},127.0.0.1:{base + 2}"
         for node in data["nodes"]:
             assert alive(node["pid"])
-            md = AdminClient({"bootstrap.servers": f"127.0.0.1:{node['port']}"}).list_topics(timeout=10)
-            assert node["port"] in [b.port for b in md.brokers.values()]  # a real Kafka client gets metadata
+            assert node["port"] in _broker_ports(f"127.0.0.1:{node['port']}", node["port"])  # real client metadata
         pids = [i.pid for i in infos]
     finally:
         cluster.stop()
@@ -143,12 +142,23 @@ def test_kill_restart_pause_resume_act_on_the_real_processes(tmp_path: Path) -> 
         second = cluster.procs[1].pid
         assert second != first and alive(second)
         assert json.loads((tmp_path / "cluster.json").read_text())["nodes"][0]["pid"] == second
-        md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()}).list_topics(timeout=10)
-        assert [b.port for b in md.brokers.values()] == [base]
+        assert _broker_ports(cluster.bootstrap_servers(), base) == [base]
         cluster.pause(1)  # stop() must end a paused node too
     finally:
         cluster.stop(grace_s=5)
     assert not alive(second)
+
+
+def _broker_ports(bootstrap: str, expected: int) -> list[int]:
+    """Ports of the brokers in Metadata, polled (bounded) until `expected` is among them: a clustered node is
+    listed once it has registered with the controller, which may be a moment after its port opens."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        ports = sorted(b.port for b in admin.list_topics(timeout=10).brokers.values())
+        if expected in ports or time.monotonic() > deadline:
+            return ports
+        time.sleep(0.2)
 
 
 def _stopped(pid: int, expected: bool) -> bool:

@@ -26,7 +26,7 @@ PRODUCER = {
     "partitioner": "murmur2_random",  # the Java client's key -> partition mapping
 }
 
-Ack = tuple[int, int, int, float]  # partition, offset, seq, monotonic time of the acknowledgement
+Ack = tuple[int, int, int, float, float]  # partition, offset, seq, monotonic times of produce() and of the ack
 
 
 @dataclass(frozen=True)
@@ -51,22 +51,17 @@ def describe(bootstrap: str, topic: str) -> dict[int, PartitionState]:
 
 
 def create_topic(
-    bootstrap: str, topic: str, partitions: int = 3, assignment: list[list[int]] | None = None,
-    config: dict[str, str] | None = None,
+    bootstrap: str, topic: str, partitions: int = 3, config: dict[str, str] | None = None
 ) -> dict[int, PartitionState]:
-    """Create with RF 3 (or `assignment`) and wait until every partition has a leader and a full ISR."""
+    """Create with RF 3 and wait until every partition has a leader and a full ISR."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    if assignment:
-        spec = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment, config=config or {})
-    else:
-        spec = NewTopic(topic, num_partitions=partitions, replication_factor=3, config=config or {})
-    admin.create_topics([spec])[topic].result(30)
-    rf = len(assignment[0]) if assignment else 3
-    count = len(assignment) if assignment else partitions
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3, config=config or {})])[
+        topic
+    ].result(30)
 
     def ready() -> dict[int, PartitionState] | None:
         state = describe(bootstrap, topic)
-        good = len(state) == count and all(s.leader >= 0 and len(s.isr) == rf for s in state.values())
+        good = len(state) == partitions and all(s.leader >= 0 and len(s.isr) == 3 for s in state.values())
         return state if good else None
 
     state: dict[int, PartitionState] = until(ready, 30, f"{topic}: leaders and full ISRs")  # type: ignore[assignment]
@@ -80,7 +75,7 @@ def wait_full_isr(bootstrap: str, topic: str, rf: int = 3, timeout: float = 30) 
 
 @dataclass
 class Writer:
-    """Keyed writes in a thread as fast as `interval` allows; `acked` holds (partition, offset, seq, acked at)."""
+    """Keyed writes in a thread as fast as `interval` allows; `acked` holds an `Ack` per acknowledged write."""
 
     bootstrap: str
     topic: str
@@ -95,9 +90,9 @@ class Writer:
         self._producer = Producer({"bootstrap.servers": self.bootstrap, **PRODUCER, "linger.ms": 2})
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _report(self, seq: int, error: KafkaError | None, message: Any) -> None:
+    def _report(self, seq: int, sent_at: float, error: KafkaError | None, message: Any) -> None:
         if error is None:
-            self.acked.append((message.partition(), message.offset(), seq, time.monotonic()))
+            self.acked.append((message.partition(), message.offset(), seq, sent_at, time.monotonic()))
         else:
             self.failed.append((seq, str(error)))
 
@@ -106,7 +101,7 @@ class Writer:
             seq = self.sent
             try:
                 self._producer.produce(self.topic, key=f"k{seq % self.keys}".encode(), value=str(seq).encode(),
-                                       on_delivery=functools.partial(self._report, seq))
+                                       on_delivery=functools.partial(self._report, seq, time.monotonic()))
                 self.sent += 1
             except BufferError:
                 pass
@@ -117,7 +112,12 @@ class Writer:
         return self
 
     def acked_since(self, partition: int | None, since: float) -> int:
-        return sum(1 for p, _, _, at in list(self.acked) if at >= since and partition in (None, p))
+        """Acknowledged writes produced at or after `since` (not earlier writes that were in flight)."""
+        return sum(1 for p, _, _, sent, _ in list(self.acked) if sent >= since and partition in (None, p))
+
+    def first_ack_after(self, partition: int, since: float) -> float:
+        """Seconds from `since` to the acknowledgement of the first write to `partition` produced after it."""
+        return min(at for p, _, _, sent, at in list(self.acked) if p == partition and sent >= since) - since
 
     def stop(self, timeout: float = 60) -> None:
         self._stop.set()
@@ -155,5 +155,5 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
         order = [seq for _, seq in records]
         assert order == sorted(order), f"partition {p} is out of produce order"
     stored = {(p, offset, seq) for p, records in got.items() for offset, seq in records}
-    missing = [(p, o, s) for p, o, s, _ in acked if (p, o, s) not in stored]
+    missing = [(p, o, s) for p, o, s, *_ in acked if (p, o, s) not in stored]
     assert not missing, f"{len(missing)} acknowledged writes lost or moved, e.g. {missing[:5]}"

@@ -40,7 +40,8 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_sigcont(cluster: Cl
         try:
             until(lambda: follower not in describe(live, topic)[0].isr, 30, f"node {follower} out of the ISR")
             left = time.monotonic() - stopped_at
-            until(lambda: writer.acked_since(0, time.monotonic() - 0.5) > 0, 15,
+            out_at = time.monotonic()
+            until(lambda: writer.acked_since(0, out_at) >= 10, 15,
                   "acks=all writes acknowledged by the two remaining in-sync replicas")
         finally:
             cluster.resume(follower)
@@ -57,7 +58,9 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_sigcont(cluster: Cl
     check_exactly_once_in_order(writer.acked, consume_all(cluster.bootstrap, topic))
 
 
-def _produce_acks_all(bootstrap: str, topic: str, values: list[str], **config: object) -> list[tuple[str, object]]:
+def _produce_acks_all(
+    bootstrap: str, topic: str, values: list[str], partition: int = 0, **config: object
+) -> list[tuple[str, object]]:
     """(value, offset) for every acknowledged write, (value, KafkaError) for every refused one. retries=0, so a
     refusal reports the broker's own error code instead of a local timeout."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False, "retries": 0,
@@ -68,7 +71,7 @@ def _produce_acks_all(bootstrap: str, topic: str, values: list[str], **config: o
         results.append((value, error if error is not None else message.offset()))
 
     for value in values:
-        producer.produce(topic, value.encode(), partition=0, on_delivery=functools.partial(report, value))
+        producer.produce(topic, value.encode(), partition=partition, on_delivery=functools.partial(report, value))
     assert producer.flush(20) == 0
     return results
 
@@ -79,8 +82,8 @@ def _refusals(results: list[tuple[str, object]]) -> list[int]:
     return [outcome.code() for _, outcome in results if isinstance(outcome, KafkaError)]
 
 
-def _check_kept(bootstrap: str, topic: str, acked: list[tuple[str, object]]) -> None:
-    got = {offset: seq for offset, seq in consume_all(bootstrap, topic)[0]}
+def _check_kept(bootstrap: str, topic: str, acked: list[tuple[str, object]], partition: int = 0) -> None:
+    got = {offset: seq for offset, seq in consume_all(bootstrap, topic)[partition]}
     lost = [(value, offset) for value, offset in acked if not isinstance(offset, int) or got.get(offset) != int(value)]
     assert not lost, f"acknowledged writes lost after the restart: {lost[:5]}"
 
@@ -120,20 +123,23 @@ def cluster4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def test_isr_of_one_refuses_acks_all_with_not_enough_replicas(cluster4: Cluster) -> None:
     topic = new_topic_name()
-    create_topic(cluster4.bootstrap, topic, assignment=[[1, 3, 4]])  # node 1 leads; 3 and 4 will die
-    acked = _produce_acks_all(cluster4.bootstrap, topic, [str(i) for i in range(50)])
+    state = create_topic(cluster4.bootstrap, topic, partitions=4)
+    # A partition with node 4 (broker-only) among its followers: killing its two followers downs one voter.
+    partition, target = next((p, s) for p, s in state.items() if 4 in s.replicas and s.leader != 4)
+    down = [n for n in target.replicas if n != target.leader]
+    live = cluster4.bootstrap_of([n for n in cluster4.node_ids if n not in down])
+    acked = _produce_acks_all(cluster4.bootstrap, topic, [str(i) for i in range(50)], partition)
     assert not any(isinstance(o, KafkaError) for _, o in acked)
-    cluster4.kill(3)
-    cluster4.kill(4)  # voters 1 and 2 remain: the controller fences 3 and 4 and shrinks the ISR to [1]
-    live = cluster4.bootstrap_of([1, 2])
-    until(lambda: describe(live, topic)[0].isr == [1], 30, "ISR shrunk to the leader alone")
-    codes = _refusals(_produce_acks_all(live, topic, [str(i) for i in range(50, 60)]))
+    for node in down:
+        cluster4.kill(node)  # two voters remain: the controller fences both and shrinks the ISR to the leader
+    until(lambda: describe(live, topic)[partition].isr == [target.leader], 30, "ISR shrunk to the leader alone")
+    codes = _refusals(_produce_acks_all(live, topic, [str(i) for i in range(50, 60)], partition))
     assert codes == [KafkaError.NOT_ENOUGH_REPLICAS] * 10  # refused before the append: nothing written
-    cluster4.restart(3)
-    cluster4.restart(4)
+    for node in down:
+        cluster4.restart(node)
     wait_full_isr(cluster4.bootstrap, topic)
-    later = _produce_acks_all(cluster4.bootstrap, topic, [str(i) for i in range(60, 80)], retries=5)
+    later = _produce_acks_all(cluster4.bootstrap, topic, [str(i) for i in range(60, 80)], partition, retries=5)
     assert not any(isinstance(o, KafkaError) for _, o in later)
-    _check_kept(cluster4.bootstrap, topic, acked + later)
-    got = [seq for _, seq in consume_all(cluster4.bootstrap, topic)[0]]
+    _check_kept(cluster4.bootstrap, topic, acked + later, partition)
+    got = [seq for _, seq in consume_all(cluster4.bootstrap, topic)[partition]]
     assert got == [*range(50), *range(60, 80)]  # the refused writes are nowhere
