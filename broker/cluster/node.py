@@ -269,6 +269,21 @@ class ClusterNode:
         while name in self.meta.topics and loop.time() < deadline:
             await asyncio.sleep(0.02)
 
+    def propose_topic_configs(self, name: str, old: dict[str, str], new: dict[str, str]) -> None:
+        """Send a topic's changed configs to the controller (AlterConfigs on any broker)."""
+        changes: dict[str, str | None] = {k: v for k, v in new.items() if old.get(k) != v}
+        changes.update({k: None for k in old if k not in new})
+        if changes:
+            asyncio.get_running_loop().create_task(self._alter_configs(name, changes))
+
+    async def _alter_configs(self, name: str, changes: dict[str, str | None]) -> None:
+        for key, value in changes.items():
+            try:
+                await self.client.call("alter_config", resource=f"topic:{name}", key=key, value=value)
+            except (ControllerUnavailable, ControllerRejected) as exc:
+                log.error("config %s of topic %r not replicated (%s); this broker reverts to the cluster's value",
+                          key, name, exc)
+
     def auto_create(self, name: str) -> bool:
         """Ask the controller to create `name` in the background; False when auto-creation is off."""
         if name != OFFSETS_TOPIC and not self.config.bool("auto.create.topics.enable"):

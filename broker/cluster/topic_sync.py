@@ -27,5 +27,5 @@ def sync_topic(state: BrokerState, info: TopicInfo, config_changes: dict[str, st
     if local.partitions != len(info.partitions):
         local = state.add_partitions(local, len(info.partitions))
     if local.configs != configs:
-        local = state.alter_topic_configs(local, configs)
+        local = state.alter_topic_configs(local, configs, replicate=False)
     return local

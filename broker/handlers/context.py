@@ -197,8 +197,12 @@ class BrokerState:
             self.store.delete(name, index)
         self.notifier.notify()
 
-    def alter_topic_configs(self, topic: Topic, configs: dict[str, str]) -> Topic:
-        """Replace the topic's overrides; open logs take the new settings at once when the store can."""
+    def alter_topic_configs(self, topic: Topic, configs: dict[str, str], replicate: bool = True) -> Topic:
+        """Replace the topic's overrides; open logs take the new settings at once when the store can.
+
+        In a cluster the change also goes to the controller, which spreads it to every broker."""
+        if self.cluster is not None and replicate:
+            self.cluster.propose_topic_configs(topic.name, dict(topic.configs), dict(configs))
         updated = self.topics.update(topic, configs=dict(configs))
         if isinstance(self.store, ReconfigurableStore):
             log_config = self.log_config(updated)

@@ -22,6 +22,9 @@ def _grow(state: BrokerState, wanted: Any, validate_only: bool) -> None:
             ErrorCode.invalid_partitions,
             f"topic {topic.name!r} has {topic.partitions} partitions; the new count {wanted.count} must be higher",
         )
+    if state.cluster is not None:
+        raise KafkaApiError(ErrorCode.invalid_request, "adding partitions to a topic of a broker cluster is not"
+                            " supported yet; create a new topic with more partitions")
     if wanted.assignments is not None:
         if len(wanted.assignments) != wanted.count - topic.partitions:
             raise KafkaApiError(

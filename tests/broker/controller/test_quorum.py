@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from broker.controller.errors import InvalidReplicationFactor, NotController
+from broker.controller.errors import InvalidReplicaAssignment, InvalidReplicationFactor, NotController, StaleEpoch
 from broker.controller.quorum import QuorumController
 from broker.controller.raft import MemoryStorage, Outgoing
 
@@ -105,3 +105,61 @@ def test_config_changes_replicate_and_bad_resources_are_named() -> None:
     with pytest.raises(ValueError, match="must be broker:<id>, topic:<name> or cluster"):
         ctl.alter_config("group:g", "k", "v")
     assert [d["kind"] for _, d in ctl.committed_records(0)][-1] == "config_change"
+
+
+def test_explicit_assignment_is_checked_and_kept() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    for b in (1, 2, 3):
+        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(20)
+    with pytest.raises(InvalidReplicaAssignment, match="unknown brokers"):
+        ctl.create_topic("bad", 1, -1, "id-bad", assignment=[[1, 7]])
+    with pytest.raises(InvalidReplicaAssignment, match="twice"):
+        ctl.create_topic("bad", 1, -1, "id-bad", assignment=[[1, 1]])
+    with pytest.raises(InvalidReplicaAssignment, match="same"):
+        ctl.create_topic("bad", 2, -1, "id-bad", assignment=[[1, 2], [3]])
+    ctl.create_topic("t", 2, -1, "id-t", assignment=[[3, 1], [2, 3]])
+    sim.run(50)
+    parts = sim.active().state.topics["t"].partitions
+    assert [(p.replicas, p.leader) for p in parts] == [((3, 1), 3), ((2, 3), 2)]
+
+
+def test_shutdown_moves_leadership_and_registering_again_brings_back_an_offline_partition() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    for b in (1, 2):
+        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(20)
+    ctl.create_topic("solo", 1, -1, "id-solo", assignment=[[2]])
+    ctl.create_topic("pair", 1, -1, "id-pair", assignment=[[2, 1]])
+    sim.run(50)
+    sim.active().shutdown_broker(2)  # controlled shutdown: no session timeout to wait for
+    sim.run(50)
+    state = sim.active().state
+    assert state.brokers[2].fenced
+    assert state.partition("pair", 0).leader == 1  # type: ignore[union-attr]
+    assert state.partition("solo", 0).leader == -1  # type: ignore[union-attr]  # its only replica is gone
+    sim.active().register_broker(2, "127.0.0.1", 9002, None, "inc2-again")
+    sim.run(50)
+    state = sim.active().state
+    assert not state.brokers[2].fenced
+    assert state.partition("solo", 0).leader == 2  # type: ignore[union-attr]
+
+
+def test_alter_partition_from_a_stale_leader_is_refused() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    for b in (1, 2, 3):
+        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(20)
+    ctl.create_topic("t", 1, -1, "id-t", assignment=[[1, 2, 3]])
+    sim.run(50)
+    sim.active().alter_partition("t", 0, 1, 0, (1, 2))
+    sim.run(50)
+    assert sim.active().state.partition("t", 0).isr == (1, 2)  # type: ignore[union-attr]
+    with pytest.raises(StaleEpoch):
+        sim.active().alter_partition("t", 0, 2, 0, (2,))  # broker 2 does not lead

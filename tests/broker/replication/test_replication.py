@@ -157,3 +157,28 @@ def test_purgatory_completes_a_waiting_fetch_when_the_leader_appends() -> None:
     p.on_leader_append(6, 10)
     assert [op.payload for op in purg.check_all([("t", 0), ("t", 1)])] == ["fetch@4"]
     assert not fetch.timed_out
+
+
+def test_follower_that_keeps_up_with_steady_writes_counts_as_caught_up() -> None:
+    """Kafka's rule: a follower fetching at the leader's LEO of its previous fetch is caught up then."""
+    p = PartitionReplication(1, 0, (1, 2), (1, 2), min_insync_replicas=2, replica_lag_time_max_ms=1000)
+    leo = 0
+    for now in range(0, 5000, 100):
+        p.on_follower_fetch(2, leo, now)  # the follower has what the leader had at its last fetch
+        leo += 10
+        p.on_leader_append(leo, now)  # ...and the leader is always a little ahead again
+    assert p.pending_isr(5000) is None
+    p.check_produce(-1, 5000)
+
+
+def test_check_produce_discounts_followers_that_stopped_fetching() -> None:
+    p = PartitionReplication(1, 0, (1, 2, 3), (1, 2, 3), min_insync_replicas=2, replica_lag_time_max_ms=1000)
+    p.on_leader_append(10, 0)
+    p.on_follower_fetch(2, 10, 0)
+    p.on_follower_fetch(3, 10, 0)
+    p.check_produce(-1, 900)  # everyone fetched within the lag time
+    p.on_follower_fetch(2, 10, 1500)
+    p.check_produce(-1, 1800)  # 3 is silent, but 1 and 2 still make two
+    with pytest.raises(NotEnoughReplicas):
+        p.check_produce(-1, 2600)  # 2 silent as well: the ISR (not yet shrunk) would never acknowledge
+    p.check_produce(1, 2600)  # acks=1 does not care
