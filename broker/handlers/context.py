@@ -86,6 +86,17 @@ class BrokerState:
         except ReplicationError as exc:
             raise replication_error(exc) from None
 
+    def check_coordinator(self, group: str) -> None:
+        """NOT_COORDINATOR unless this broker leads the group's `__consumer_offsets` partition."""
+        if self.cluster is None:
+            return
+        topic = self.topics.get(OFFSETS_TOPIC)
+        leads = topic is not None and self.cluster.replicas.is_leader(
+            (OFFSETS_TOPIC, partition_for(group, topic.partitions))
+        )
+        if not leads:
+            raise KafkaApiError(ErrorCode.not_coordinator, f"broker {self.config.node_id} does not coordinate {group}")
+
     def high_watermark(self, topic: str, partition: int, plog: PartitionLog) -> int:
         if self.cluster is None:
             return plog.high_watermark

@@ -16,6 +16,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     cls = response_class(request.header.api_key, request.header.api_version)
     try:
+        state.check_coordinator(body.group_id)
         state.groups.heartbeat(body.group_id, body.generation_id, body.member_id)
         code = ErrorCode.none
     except KafkaApiError as exc:

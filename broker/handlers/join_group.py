@@ -21,6 +21,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     rebalance_ms = int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms
     empty = "" if version < 7 else None
     try:
+        state.check_coordinator(body.group_id)
         result = await state.groups.join(
             body.group_id,
             body.member_id,

@@ -14,6 +14,7 @@ from broker.protocol.errors import KafkaApiError
 
 def _leave(state: BrokerState, group_id: str, member_id: str) -> ErrorCode:
     try:
+        state.check_coordinator(group_id)
         state.groups.leave(group_id, member_id)
         return ErrorCode.none
     except KafkaApiError as exc:

@@ -22,6 +22,7 @@ log = logging.getLogger("broker.offsets")
 
 def _codes(state: BrokerState, body: Any) -> tuple[dict[tuple[str, int], ErrorCode], list[OffsetChange]]:
     try:
+        state.check_coordinator(body.group_id)
         state.groups.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id)
         group_error = ErrorCode.none
     except KafkaApiError as exc:

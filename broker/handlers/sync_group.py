@@ -17,6 +17,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, request.header.api_version)
     assignments = {a.member_id: a.assignment for a in body.assignments}
     try:
+        state.check_coordinator(body.group_id)
         result = await state.groups.sync(body.group_id, body.generation_id, body.member_id, assignments)
     except KafkaApiError as exc:
         return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, protocol_type=None, protocol_name=None,
