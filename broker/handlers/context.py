@@ -113,7 +113,17 @@ class BrokerState:
             raise replication_error(exc) from None
         result = plog.append(data, leader_epoch=epoch)
         self.cluster.replicas.on_leader_append(tp, plog.log_end_offset)
+        self.notifier.notify()  # followers long-poll for it
         return result
+
+    async def wait_for_offsets_replicated(self, group: str, timeout_ms: int) -> None:
+        """In a cluster, an offset commit is answered once the ISR has it (Kafka commits with acks=all)."""
+        if self.cluster is None:
+            return
+        topic = self.offsets_topic()
+        index = partition_for(group, topic.partitions)
+        end = self.log(topic, index).log_end_offset
+        await self.cluster.replicas.wait_for_isr((OFFSETS_TOPIC, index), end, timeout_ms)
 
     def topic_config(self, topic: Topic, key: str) -> str:
         if key in topic.configs:

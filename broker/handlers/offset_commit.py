@@ -16,6 +16,7 @@ from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
+from broker.replication.errors import ReplicationError
 
 log = logging.getLogger("broker.offsets")
 
@@ -50,7 +51,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
     codes, changes = _codes(state, body)
     try:
         state.offsets.commit_many(body.group_id, changes)
-    except (KafkaApiError, OSError) as exc:
+        if changes:
+            await state.wait_for_offsets_replicated(body.group_id, 10_000)
+    except (KafkaApiError, OSError, ReplicationError, TimeoutError) as exc:
         log.error("could not store offsets of group %r: %s", body.group_id, exc)
         for change in changes:
             codes[(change.topic, change.partition)] = ErrorCode.coordinator_not_available  # retriable
