@@ -162,8 +162,13 @@ class QuorumController:
             if self.raft.log[i - 1].data is not None
         ]
 
-    def elect_preferred_leaders(self) -> int:
-        return self._propose(list(preferred_leader_changes(self.state)))
+    def elect_preferred_leaders(self, partitions: list[tuple[str, int]] | None = None) -> int:
+        """Move leadership back to each partition's first replica (all partitions, or the given ones)."""
+        changes = preferred_leader_changes(self.state)
+        if partitions is not None:
+            wanted = {(t, p) for t, p in partitions}
+            changes = [c for c in changes if (c.topic, c.partition) in wanted]
+        return self._propose(list(changes)) if changes else self.raft.commit_index
 
     def status(self) -> dict[str, Any]:
         return {

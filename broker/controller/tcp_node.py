@@ -122,7 +122,8 @@ class TcpController:
             elif op == "shutdown":
                 idx = self.ctl.shutdown_broker(req["broker_id"])
             elif op == "elect_preferred_leaders":
-                idx = self.ctl.elect_preferred_leaders()
+                wanted = req.get("partitions")
+                idx = self.ctl.elect_preferred_leaders([(t, int(p)) for t, p in wanted] if wanted is not None else None)
             else:
                 return {"ok": False, "error": f"unknown op {op!r}"}
             self._send(self.ctl.raft.flush())

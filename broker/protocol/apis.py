@@ -49,6 +49,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("incremental_alter_configs", 0, 1),
     ("describe_cluster", 0, 1),
     ("describe_topic_partitions", 0, 0),
+    ("elect_leaders", 0, 2),
     # Transactions are not implemented: these answer with an error code, never a dropped connection.
     ("add_partitions_to_txn", 0, 5),
     ("add_offsets_to_txn", 0, 4),

@@ -15,6 +15,7 @@ KAFKA_TOOLS = {
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
 }
 
 

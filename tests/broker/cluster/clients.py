@@ -51,17 +51,23 @@ def describe(bootstrap: str, topic: str) -> dict[int, PartitionState]:
 
 
 def create_topic(
-    bootstrap: str, topic: str, partitions: int = 3, config: dict[str, str] | None = None
+    bootstrap: str, topic: str, partitions: int = 3, config: dict[str, str] | None = None,
+    assignment: list[list[int]] | None = None,
 ) -> dict[int, PartitionState]:
-    """Create with RF 3 and wait until every partition has a leader and a full ISR."""
+    """Create with RF 3 (or the given replica `assignment`) and wait until every partition has a leader and a
+    full ISR."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3, config=config or {})])[
-        topic
-    ].result(30)
+    if assignment:
+        partitions = len(assignment)
+        spec = NewTopic(topic, num_partitions=partitions, replica_assignment=assignment, config=config or {})
+    else:
+        spec = NewTopic(topic, num_partitions=partitions, replication_factor=3, config=config or {})
+    admin.create_topics([spec])[topic].result(30)
+    rf = len(assignment[0]) if assignment else 3
 
     def ready() -> dict[int, PartitionState] | None:
         state = describe(bootstrap, topic)
-        good = len(state) == partitions and all(s.leader >= 0 and len(s.isr) == 3 for s in state.values())
+        good = len(state) == partitions and all(s.leader >= 0 and len(s.isr) == rf for s in state.values())
         return state if good else None
 
     state: dict[int, PartitionState] = until(ready, 30, f"{topic}: leaders and full ISRs")  # type: ignore[assignment]

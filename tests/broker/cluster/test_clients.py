@@ -76,3 +76,25 @@ def test_spark_kafka_source_reads_the_cluster(cluster: Cluster, spark: Any) -> N
     rows = frame.collect()
     assert sorted(f"{r.key}:{r.value}" for r in rows) == sorted(lines)
     assert len({r.partition for r in rows}) > 1  # read from several partitions, i.e. several leaders
+
+
+def test_kafka_leader_election_moves_leadership_back_to_the_preferred_replica(cluster: Cluster) -> None:
+    from tests.broker.cluster.clients import describe, wait_full_isr
+    from tests.broker.cluster.harness import until
+
+    topic = new_topic_name()
+    a, b, c = cluster.node_ids
+    create_topic(cluster.bootstrap, topic, assignment=[[a, b, c]])
+    not_needed = _tool(cluster, "kafka-leader-election", "--election-type", "PREFERRED", "--topic", topic,
+                       "--partition", "0")
+    assert "Valid replica already elected" in not_needed or "not needed" in not_needed.lower(), not_needed
+    cluster.kill(a)
+    live = cluster.bootstrap_of([b, c])
+    until(lambda: describe(live, topic)[0].leader in (b, c), 30, "a new leader after the preferred one died")
+    cluster.restart(a)
+    wait_full_isr(cluster.bootstrap, topic)
+    assert describe(cluster.bootstrap, topic)[0].leader != a  # it came back as a follower
+    elected = _tool(cluster, "kafka-leader-election", "--election-type", "PREFERRED", "--topic", topic,
+                    "--partition", "0")
+    assert f"{topic}-0" in elected, elected
+    until(lambda: describe(cluster.bootstrap, topic)[0].leader == a, 30, "the preferred replica leading again")
