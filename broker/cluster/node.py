@@ -61,6 +61,7 @@ class ClusterNode:
         self.controller: Any = None
         self._isr_in_flight: set[TopicPartition] = set()
         self._creating: set[str] = set()
+        self._seen_commit = 0  # the local quorum member's commit index when we last read it
         self._registered_at: int | None = None  # Raft index of our registration
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
@@ -126,6 +127,7 @@ class ClusterNode:
     # --- metadata ----------------------------------------------------------------------------
     async def _committed_records(self) -> list[tuple[int, dict[str, Any]]]:
         if self.controller is not None:
+            self._seen_commit = self.controller.ctl.raft.commit_index
             return list(self.controller.ctl.committed_records(self.meta_index))
         answer = await self.metadata_client.call("records", deadline_s=2.0, **{"from": self.meta_index})
         return [(int(i), d) for i, d in answer["records"]]
@@ -150,8 +152,18 @@ class ClusterNode:
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
             if not batch:
-                # Reading the local quorum member costs nothing; a broker-only node asks over TCP.
-                await asyncio.sleep(_METADATA_POLL_S if self.controller is None else 0.01)
+                await self._wait_for_commits()
+
+    async def _wait_for_commits(self) -> None:
+        if self.controller is None:
+            await asyncio.sleep(_METADATA_POLL_S)  # a broker-only node asks a voter over TCP
+            return
+        # A voter reads its own quorum member: look again as soon as its commit index moves.
+        committed: asyncio.Event = self.controller.committed
+        if self.controller.ctl.raft.commit_index <= self._seen_commit:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(committed.wait(), 1.0)
+        committed.clear()
 
     def _forget_topic(self, name: str) -> None:
         for tp in [tp for tp in self.replicas.leaders if tp[0] == name]:

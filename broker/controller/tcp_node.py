@@ -49,8 +49,12 @@ class TcpController:
     def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], data_dir: Path, **kw: Any) -> None:
         self.node_id = node_id
         self.voters = voters
+        self.tick_s = 0.005 if kw.get("election_timeout_ms", (150, 300))[0] < 500 else 0.02
         self.ctl = QuorumController(node_id, sorted(voters), FileStorage(data_dir / "raft"), **kw)
         self._peers: dict[int, asyncio.StreamWriter] = {}
+        # Set whenever the commit index moves: what a broker in the same process waits on for metadata.
+        self.committed = asyncio.Event()
+        self._seen_commit = 0
         self._connecting: set[int] = set()
 
     def now_ms(self) -> int:
@@ -59,6 +63,9 @@ class TcpController:
         return int(time.time() * 1000)
 
     def _send(self, out: list[Outgoing]) -> None:
+        if self.ctl.raft.commit_index != self._seen_commit:
+            self._seen_commit = self.ctl.raft.commit_index
+            self.committed.set()
         for o in out:
             w = self._peers.get(o.to)
             if w is None or w.is_closing():
@@ -142,8 +149,9 @@ class TcpController:
         async with server:
             while not stop.is_set():
                 self._send(self.ctl.tick(self.now_ms()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.005)
+                # Messages are handled as they arrive; the tick only drives timers (heartbeats every
+                # tens of ms, elections after a second), so a coarse period keeps an idle node idle.
+                await asyncio.sleep(self.tick_s)
 
 
 @click.command()

@@ -1,4 +1,4 @@
-"""One 3-node cluster per test run, shared by the cluster tests: each test starts from a whole cluster
+"""One 3-node cluster for the cluster tests, shared by the cluster tests: each test starts from a whole cluster
 (`heal`: paused nodes resumed, killed nodes restarted) and leaves its failures for the next `heal`.
 
 `LAKEFEED_CLUSTER_TESTS=kafka` runs the same tests against the 3-node Apache Kafka reference cluster: the
@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # stopped after the last cluster test: idle nodes still cost CPU
 def cluster_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     with start_cluster(TARGET, tmp_path_factory.mktemp("cluster3"), 3) as cluster:
         yield cluster
