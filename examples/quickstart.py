@@ -24,7 +24,7 @@ import click
 import yaml
 from progress import Console, caught_up_view, final_report, follow_view
 from rich.live import Live
-from services import ChangefeedServer, CliError, start_brokers
+from services import ChangefeedServer, CliError, binlog_end, reached, start_brokers
 from workload import Workload
 
 from lakefeed_testing import MySQLServer, mysql_server
@@ -59,15 +59,6 @@ def write_pipeline_config(bootstrap: str, workdir: Path, streaming: bool) -> Pip
     return load_config(path)
 
 
-def binlog_end(server: MySQLServer) -> tuple[str, int]:
-    with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        row = cur.fetchone()
-    if row is None:
-        raise click.ClickException("SHOW MASTER STATUS is empty: the server has no binary log")
-    return str(row[0]), int(row[1])
-
-
 def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServer, bootstrap: str) -> None:
     source = f"mysql://{server.user}:{server.password}@{server.host}:{server.port}?tls=false"
     args = ["create", "--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", sink_uri(bootstrap),
@@ -90,8 +81,7 @@ def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]
             live.update(caught_up_view(stats, detail, end))
             if detail["state"] in ("failed", "finished"):
                 raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")
-            checkpoint = detail["checkpoint"] or {}
-            if (checkpoint.get("file") or "", checkpoint.get("pos") or 0) >= end:
+            if reached(detail, end):
                 return dict(stats)
             if time.monotonic() > deadline:
                 raise click.ClickException(f"the changefeed did not reach {end} in {CATCH_UP_TIMEOUT_S} s")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lakefeed_testing import MySQLServer
 from lakefeed_testing.net import free_port, port_open, wait_until
 
 
@@ -115,3 +116,18 @@ class ChangefeedServer:
 
 class CliError(Exception):
     pass
+
+
+def reached(detail: dict[str, Any], end: tuple[str, int]) -> bool:
+    """Whether a changefeed's checkpoint (`changefeed query` output) is at or past binlog position `end`."""
+    checkpoint = detail.get("checkpoint") or {}
+    return (checkpoint.get("file") or "", checkpoint.get("pos") or 0) >= end
+
+
+def binlog_end(server: MySQLServer) -> tuple[str, int]:
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+    if row is None:
+        raise RuntimeError("SHOW MASTER STATUS is empty: the server has no binary log")
+    return str(row[0]), int(row[1])
