@@ -18,6 +18,7 @@ from broker.config import BrokerConfig, load_file
 from broker.config_catalog import TOPIC_CONFIGS, validate_topic_config
 from changefeed.config import load_config as load_changefeed_config
 from changefeed.model import TableName
+from lakefeed_testing.kafka_reference import run_kafka_tool
 from lakefeed_testing.net import free_port, port_open, wait_until
 from sink.uri import parse_sink_uri
 from spark_pipelines.config import load_config as load_pipeline_config
@@ -125,6 +126,12 @@ def test_single_node_config_runs_a_broker(tmp_path: Path) -> None:
         producer.produce("no-such-topic", b"x")
         producer.flush(5)
         assert "no-such-topic" not in admin.list_topics(timeout=10).topics
+        # The runbook's check (docs/runbooks/topic-auto-creation.md), with Kafka's own tool.
+        result = run_kafka_tool("kafka-configs", "--bootstrap-server", f"127.0.0.1:{port}", "--describe",
+                                "--entity-type", "brokers", "--entity-name", "1", "--all", timeout=90)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "auto.create.topics.enable=false" in result.stdout
+        assert "STATIC_BROKER_CONFIG:auto.create.topics.enable=false" in result.stdout
     finally:
         process.terminate()
         process.wait(timeout=15)
