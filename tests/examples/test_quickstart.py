@@ -33,3 +33,17 @@ def test_main_job_makes_delta_equal_to_mysql(mysql: MySQLServer, spark: Any, tmp
     # The changefeed ran in the server process, which logged its progress, and was removed at the end.
     server_log = (tmp_path / "changefeed" / "server.log").read_text()
     assert "changefeed shop" in server_log
+
+
+def test_follow_mode_keeps_changes_coming_then_converges(mysql: MySQLServer, spark: Any, tmp_path: Path,
+                                                          shop: None) -> None:
+    """`--follow S`: the workload keeps committing and a streaming query applies it every 5 s; after S
+    seconds the workload stops, everything catches up and every table still equals MySQL."""
+    screen = RichConsole(record=True, width=160)
+    assert quickstart.run_main_job(mysql, spark, rows=100, workdir=tmp_path, follow_seconds=12,
+                                   console=quickstart.Console(screen))
+    text = screen.export_text()
+    assert "following: the workload keeps changing rows" in text
+    assert "pipeline (Spark Structured Streaming)" in text
+    loaded = int(text.split("workload done: ")[1].split()[0])
+    assert loaded > 232  # the load alone is 232 row changes; the follow phase added more
