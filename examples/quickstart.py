@@ -61,11 +61,11 @@ def write_pipeline_config(bootstrap: str, workdir: Path, streaming: bool) -> Pip
 
 def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServer, bootstrap: str) -> None:
     source = f"mysql://{server.user}:{server.password}@{server.host}:{server.port}?tls=false"
-    args = ["create", "--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", sink_uri(bootstrap),
+    args = ["--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", sink_uri(bootstrap),
             "--config", str(CHANGEFEED_CONFIG), "--start", "now"]
     shown = " ".join(a if a != source else "'mysql://USER:PASSWORD@...'" for a in args)
-    console.step(f"changefeed {shown} --server {cdc.url}")
-    detail, warnings = cdc.cli(*args)
+    console.step(f"changefeed create {shown} --server {cdc.url}")
+    detail, warnings = cdc.create(*args)
     for line in warnings.splitlines():
         console.step(f"[yellow]{line}[/]")
     console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
@@ -82,10 +82,12 @@ def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]
             if detail["state"] in ("failed", "finished"):
                 raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")
             if reached(detail, end):
-                return dict(stats)
+                break
             if time.monotonic() > deadline:
                 raise click.ClickException(f"the changefeed did not reach {end} in {CATCH_UP_TIMEOUT_S} s")
             time.sleep(1)
+    console.rich.line()
+    return dict(stats)
 
 
 def run_pipeline_once(console: Console, spark: Any, config: PipelineConfig) -> None:
@@ -101,10 +103,10 @@ def run_pipeline_once(console: Console, spark: Any, config: PipelineConfig) -> N
         raise click.ClickException(f"the pipeline failed: {query.exception()}")
 
 
-def follow(console: Console, spark: Any, cdc: ChangefeedServer, workload: Workload, workdir: Path, bootstrap: str,
-           seconds: float) -> None:
-    """Keep changes coming and a streaming query applying them until `seconds` pass (0: Ctrl-C)."""
-    config = write_pipeline_config(bootstrap, workdir, streaming=True)
+def follow(console: Console, spark: Any, cdc: ChangefeedServer, workload: Workload, config: PipelineConfig,
+           seconds: float) -> Any:
+    """Keep changes coming and a streaming query applying them until `seconds` pass (0: Ctrl-C); then stop
+    the workload and return the query, still running, to finish what is left."""
     query = start_query(spark, read_stream(spark, config.source), config)
     stop = threading.Event()
     churn = threading.Thread(target=workload.churn, args=(stop, 100.0), name="workload", daemon=True)
@@ -120,11 +122,25 @@ def follow(console: Console, spark: Any, cdc: ChangefeedServer, workload: Worklo
                 if not query.isActive:
                     raise click.ClickException(f"the pipeline stopped: {query.exception()}")
                 time.sleep(1)
+        console.rich.line()
     except KeyboardInterrupt:
         console.step("Ctrl-C: stopping the workload, then letting the changefeed and the pipeline catch up")
+    except BaseException:
+        query.stop()
+        raise
     finally:
         stop.set()
         churn.join(timeout=30)
+    return query
+
+
+def finish_streaming(console: Console, query: Any) -> None:
+    """Let the query apply everything the topic holds, then stop it between micro-batches (stopping it in
+    the middle of one is safe, the batch is re-run, but Spark prints the interruption at length)."""
+    console.step("pipeline: applying what is left, then stopping the streaming query")
+    try:
+        query.processAllAvailable()
+    finally:
         query.stop()
 
 
@@ -144,14 +160,21 @@ def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path, foll
         create_changefeed(console, cdc, server, brokers.bootstrap)
         console.step(f"workload: {rows} rows into each of {', '.join(TABLES)}, then updates, deletes, key changes")
         workload.load(rows)
-        if follow_seconds is not None:
-            follow(console, spark, cdc, workload, workdir, brokers.bootstrap, follow_seconds)
+        config = write_pipeline_config(brokers.bootstrap, workdir, streaming=follow_seconds is not None)
+        query = None if follow_seconds is None else follow(console, spark, cdc, workload, config, follow_seconds)
         end = binlog_end(server)
         console.step(f"workload done: {workload.changes} row changes; binlog ends at {end[0]}:{end[1]}")
-        stats = wait_caught_up(console, cdc, end)
-        config = write_pipeline_config(brokers.bootstrap, workdir, streaming=False)
-        console.step(f"pipeline: applying topic {TOPIC} to Delta under {config.target_path}")
-        run_pipeline_once(console, spark, config)
+        try:
+            stats = wait_caught_up(console, cdc, end)
+        except BaseException:
+            if query is not None:
+                query.stop()
+            raise
+        if query is not None:
+            finish_streaming(console, query)
+        else:
+            console.step(f"pipeline: applying topic {TOPIC} to Delta under {config.target_path}")
+            run_pipeline_once(console, spark, config)
         equal = final_report(console, spark, server, config, TABLES, stats)
         cdc.cli("remove", "-c", CHANGEFEED_ID)
         return equal

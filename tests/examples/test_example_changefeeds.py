@@ -45,7 +45,7 @@ def _create(server: ChangefeedServer, mysql: MySQLServer, bootstrap: str, exampl
     match = re.search(r"^# Sink URI: kafka://[^/]+(\S+)", path.read_text(), re.MULTILINE)
     assert match
     source = f"mysql://{mysql.user}:{mysql.password}@{mysql.host}:{mysql.port}?tls=false"
-    server.cli("create", "--changefeed-id", example, "--source", source, "--sink-uri",
+    server.create("--changefeed-id", example, "--source", source, "--sink-uri",
                f"kafka://{bootstrap}{match.group(1)}", "--config", str(path))
 
 
