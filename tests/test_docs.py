@@ -27,7 +27,8 @@ from spark_pipelines.config import parse_config as parse_pipeline_config
 from tests import config_options
 
 ROOT = Path(__file__).parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "bench" / "README.md"]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "bench" / "README.md",
+         ROOT / "examples" / "README.md"]
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PROGRAMS = ("bash", "changefeed", "broker", "spark-pipeline", "kafka-configs", "kafka-topics", ".venv/bin/python",
@@ -41,6 +42,9 @@ COMMAND_TESTS = {
     "bash scripts/test.sh": ".ci/run",
     "changefeed server": "tests/changefeed/lifecycle/test_cli_lifecycle.py::test_lifecycle_through_the_cli",
     "changefeed create": "tests/changefeed/lifecycle/test_cli_lifecycle.py::test_lifecycle_through_the_cli",
+    "changefeed create --changefeed-id shop --source 'mysql://cdc:secret@127.0.0.1:3306":
+        "tests/examples/test_example_changefeeds.py::test_dispatch_and_filter_examples",
+    "python examples/workload.py": "tests/examples/test_workload.py::test_fixed_load_then_changes",
     "changefeed update": "tests/changefeed/lifecycle/test_failed_and_finished.py::test_failed_then_updated_and_resumed",
     "changefeed": "tests/changefeed/lifecycle/test_cli_lifecycle.py::test_lifecycle_through_the_cli",
     "broker start --config examples/brokers/single-node.properties":
