@@ -24,6 +24,7 @@ def test_every_benchmark_parses_its_options(script: str) -> None:
     assert "--help" in _run(script, "--help", timeout=60)
 
 
+@pytest.mark.integration  # a private MariaDB and our broker
 def test_changefeed_benchmark_runs() -> None:
     out = _run("changefeed.py", "--rows", "500", "--live-seconds", "1", "--live-rate", "200")
     assert "end to end (-> bundled broker, acked)" in out and "commit -> acknowledged checkpoint" in out

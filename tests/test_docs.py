@@ -166,6 +166,7 @@ RUNNABLE = sorted({c for _, c in COMMANDS if c.split()[:1] == ["changefeed"] and
                    and not re.search(r"[\[\]|]|\.\.\.", c)})
 
 
+@pytest.mark.integration  # a changefeed server process
 @pytest.mark.parametrize("command", RUNNABLE)
 def test_client_commands_run_against_a_server(command: str, changefeed_server: str) -> None:
     """The documented client commands, literally, against a real server that has no changefeeds: `list`

@@ -106,6 +106,7 @@ def test_cluster_nodes_agree() -> None:
     assert all(int(n["min.insync.replicas"]) < int(n["default.replication.factor"]) for n in nodes)
 
 
+@pytest.mark.integration  # our broker and Kafka's kafka-configs
 def test_single_node_config_runs_a_broker(tmp_path: Path) -> None:
     port = free_port()
     command = [sys.executable, "-m", "broker.cli", "start", "--config",
