@@ -24,6 +24,7 @@ import click
 import yaml
 from progress import Console, caught_up_view, final_report, follow_view
 from rich.live import Live
+from rich.markup import escape
 from services import ChangefeedServer, CliError, binlog_end, reached, start_brokers
 from workload import Workload
 
@@ -67,7 +68,7 @@ def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServ
     console.step(f"changefeed create {shown} --server {cdc.url}")
     detail, warnings = cdc.create(*args)
     for line in warnings.splitlines():
-        console.step(f"[yellow]{line}[/]")
+        console.step(f"[yellow]{escape(line)}[/]")  # text from the server, not markup
     console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
 
 
