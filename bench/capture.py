@@ -15,12 +15,17 @@ from __future__ import annotations
 import cProfile
 import pstats
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+# The repository first: bench/changefeed.py and bench/broker.py would shadow the packages of those names.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from changefeed.model import Checkpoint, Position, RowChange
 from changefeed.source.capture import CaptureOptions, CaptureSource

@@ -9,12 +9,16 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import click
 import crc32c
+
+# The repository first: bench/changefeed.py and bench/broker.py would shadow the packages of those names.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.storage.config import StorageConfig
 from broker.storage.log import DiskPartitionLog

@@ -1,155 +1,217 @@
-"""The main job on embedded defaults: MySQL -> changefeed -> bundled broker -> Spark -> Delta.
+"""The main job on embedded defaults: MySQL -> changefeed server -> bundled broker -> Spark -> Delta.
 
-A private MariaDB with row-based binlog runs a sysbench-like workload; a changefeed captures it and
-sends canal-JSON to our own broker (a real `broker start` process); the Spark Structured Streaming job
-applies the topic to Delta; the Delta table is compared with MySQL. Bounded: the workload is fixed,
-the changefeed stops at the binlog position the workload ended at, the job runs with availableNow.
+A private MariaDB with row-based binlog runs a sysbench-like workload (examples/workload.py); a
+`changefeed server` process runs one changefeed, created with the `changefeed` CLI from
+examples/changefeeds/quickstart.yaml, into the bundled broker (`broker start`); the Spark Structured
+Streaming job applies the topic to Delta; the Delta tables are shown and compared with MySQL.
 
-What is not in it yet (README status table): a 3-node broker cluster, the changefeed server process
-(the changefeed runs in this process), and a workload that keeps running.
+Bounded (the default, what CI runs): a fixed workload, then the changefeed catches up, the job runs
+with availableNow, every table is compared, everything stops. `--follow SECONDS` keeps the workload
+and a streaming query running (progress on screen) for that long, or until Ctrl-C with `--follow 0`,
+then winds down the same way. Not yet: the 3-node broker cluster (start_brokers runs one node).
 """
+
+from __future__ import annotations
 
 import sys
 import tempfile
+import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import click
+import yaml
+from progress import Console, caught_up_view, final_report, follow_view
+from rich.live import Live
+from rich.markup import escape
+from services import ChangefeedServer, CliError, binlog_end, reached, start_brokers
+from workload import Workload
 
-from changefeed.filter import ChangeFilter, TableFilter
-from changefeed.model import Checkpoint
-from changefeed.runner import Changefeed, ChangefeedSpec
-from changefeed.source.capture import CaptureOptions, start_position
-from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer, mysql_server
-from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from lakefeed_testing.spark import build_spark_session
-from spark_pipelines.config import PipelineConfig, SourceConfig
-from spark_pipelines.io.delta import live_rows
+from spark_pipelines.config import PipelineConfig, load_config
 from spark_pipelines.io.kafka import read_stream
 from spark_pipelines.jobs.apply import start_query
 
 TABLES = ("sbtest1", "sbtest2")
+CHANGEFEED_ID = "shop"
+TOPIC = "shop"
+CHANGEFEED_CONFIG = Path(__file__).parent / "changefeeds" / "quickstart.yaml"
+CATCH_UP_TIMEOUT_S = 600
 
 
-def step(message: str) -> None:
-    click.echo(click.style("==> ", fg="cyan", bold=True) + message)
+def sink_uri(bootstrap: str) -> str:
+    return f"kafka://{bootstrap}/{TOPIC}?partition-num=3&content-compatible=true&enable-tidb-extension=true"
 
 
-def run_workload(server: MySQLServer, rows: int) -> None:
-    server.execute("CREATE DATABASE IF NOT EXISTS shop")
-    for table in TABLES:
-        server.execute(
-            f"CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120), pad CHAR(60), "
-            "price DECIMAL(10,2))",
-            database="shop",
-        )
-    with server.connect("shop", autocommit=False) as conn, conn.cursor() as cur:
-        for table in TABLES:
-            for start in range(0, rows, 500):
-                batch = [(i, i * 7 % 1000, f"c-{i}", f"pad-{i}", f"{i % 997}.{i % 100:02d}")
-                         for i in range(start, min(rows, start + 500))]
-                cur.executemany(f"INSERT INTO {table} VALUES (%s, %s, %s, %s, %s)", batch)
-                conn.commit()
-            cur.execute(f"UPDATE {table} SET k = k + 1 WHERE id % 10 = 0")
-            cur.execute(f"DELETE FROM {table} WHERE id % 25 = 0")
-            cur.execute(f"UPDATE {table} SET id = id + {rows} WHERE id % 50 = 1")  # key-changing updates
-            conn.commit()
+def write_pipeline_config(bootstrap: str, workdir: Path, streaming: bool) -> PipelineConfig:
+    """The pipeline's YAML as a user writes it (examples/pipelines/), loaded by the real loader."""
+    trigger = {"processing_time": "5 seconds"} if streaming else {"available_now": True}
+    document = {
+        "source": {"bootstrap_servers": bootstrap, "topics": [TOPIC], "starting_offsets": "earliest"},
+        "target": {"path": str(workdir / "delta"), "scd_type": 1},
+        "tables": {"include": ["shop.*"]},
+        "checkpoint": str(workdir / "pipeline-checkpoint"),
+        "trigger": trigger,
+    }
+    path = workdir / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return load_config(path)
 
 
-def run_changefeed(server: MySQLServer, bootstrap: str, topic: str, start: Checkpoint, store: Path) -> int:
-    settings = ConnectionSettings(server.host, server.port, server.user, server.password, tls=False)
-    target = start_position(settings)
-    uri = (f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true"
-           f"&max-message-bytes={SINK_LIMIT}")
-    feed = Changefeed(ChangefeedSpec(
-        "quickstart", settings, uri,
-        capture=CaptureOptions(snapshot_mode="never", change_filter=ChangeFilter(TableFilter(["shop.*"]))),
-        start=start, target=target, checkpoint_store_url=f"sqlite:///{store}",
-    ))
-    feed.create()
-    feed.start()
-    started = time.monotonic()
-    while not feed.wait(2):
-        step(f"changefeed: {feed.rows} rows delivered, checkpoint {feed.checkpoint}")
-        if time.monotonic() - started > 600:
-            feed.remove()
-            raise click.ClickException("the changefeed did not reach the end of the workload in 10 minutes")
-    if feed.state != "finished":
-        raise click.ClickException(f"the changefeed ended {feed.state}: {feed.error}")
-    return feed.rows
+def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServer, bootstrap: str) -> None:
+    source = f"mysql://{server.user}:{server.password}@{server.host}:{server.port}?tls=false"
+    args = ["--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", sink_uri(bootstrap),
+            "--config", str(CHANGEFEED_CONFIG), "--start", "now"]
+    shown = " ".join(a if a != source else "'mysql://USER:PASSWORD@...'" for a in args)
+    console.step(f"changefeed create {shown} --server {cdc.url}")
+    detail, warnings = cdc.create(*args)
+    for line in warnings.splitlines():
+        console.step(f"[yellow]{escape(line)}[/]")  # text from the server, not markup
+    console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
 
 
-def run_pipeline(spark: Any, config: PipelineConfig) -> None:
-    query = start_query(spark, read_stream(spark, config.source), config)
+def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]) -> dict[str, Any]:
+    """Poll `changefeed statistics`/`query` until the checkpoint reaches the binlog end; show progress."""
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    with Live(console=console.rich, refresh_per_second=2, transient=False) as live:
+        while True:
+            stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
+            detail, _ = cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")
+            live.update(caught_up_view(stats, detail, end))
+            if detail["state"] in ("failed", "finished"):
+                raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")
+            if reached(detail, end):
+                break
+            if time.monotonic() > deadline:
+                raise click.ClickException(f"the changefeed did not reach {end} in {CATCH_UP_TIMEOUT_S} s")
+            time.sleep(1)
+    console.rich.line()
+    return dict(stats)
+
+
+def run_pipeline_once(console: Console, spark: Any, config: PipelineConfig) -> None:
+    query = start_query(spark, read_stream(spark, config.source), config, once=True)
+    seen = -1
     while query.isActive:
         progress = query.lastProgress
-        if progress:
-            step(f"pipeline: batch {progress['batchId']}, {progress['numInputRows']} records")
-        query.awaitTermination(timeout=5)
+        if progress and progress["batchId"] != seen:
+            seen = progress["batchId"]
+            console.step(f"pipeline: micro-batch {seen} applied {progress['numInputRows']} records")
+        query.awaitTermination(timeout=2)
     if query.exception() is not None:
         raise click.ClickException(f"the pipeline failed: {query.exception()}")
 
 
-def compare(spark: Any, server: MySQLServer, config: PipelineConfig) -> bool:
-    equal = True
-    for table in TABLES:
-        with server.connect("shop") as conn, conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {table}")
-            expected = {tuple(row) for row in cur.fetchall()}
-        delta = live_rows(spark, config.table_path("shop", table))
-        got = {tuple(row) for row in delta.collect()}
-        same = got == expected
-        equal &= same
-        step(f"Delta table {config.table_path('shop', table)}: {len(got)} rows; MySQL has {len(expected)}; "
-             f"equal: {same}")
-        delta.orderBy("id").show(3, truncate=False)
-    return equal
-
-
-def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path) -> bool:
-    """Workload -> changefeed -> bundled broker -> Spark -> Delta; True when every table equals MySQL."""
-    settings = ConnectionSettings(server.host, server.port, server.user, server.password, tls=False)
-    start = Checkpoint(start_position(settings), 0)
-    step(f"MariaDB ({server.flavor}) on {server.host}:{server.port}; running a workload of {rows} rows per table")
-    run_workload(server, rows)
-    (workdir / "broker").mkdir(parents=True, exist_ok=True)
-    broker = OwnBroker(workdir / "broker")
-    broker.start()
+def follow(console: Console, spark: Any, cdc: ChangefeedServer, workload: Workload, config: PipelineConfig,
+           seconds: float) -> Any:
+    """Keep changes coming and a streaming query applying them until `seconds` pass (0: Ctrl-C); then stop
+    the workload and return the query, still running, to finish what is left."""
+    query = start_query(spark, read_stream(spark, config.source), config)
+    stop = threading.Event()
+    churn = threading.Thread(target=workload.churn, args=(stop, 100.0), name="workload", daemon=True)
+    churn.start()
+    until = "Ctrl-C stops it" if seconds <= 0 else f"for {seconds:.0f} s (Ctrl-C stops it earlier)"
+    console.step(f"following: the workload keeps changing rows, the pipeline runs every 5 s; {until}")
+    deadline = time.monotonic() + seconds if seconds > 0 else None
     try:
-        step(f"bundled broker on {broker.bootstrap}")
-        topic = f"shop-{uuid.uuid4().hex[:6]}"
-        delivered = run_changefeed(server, broker.bootstrap, topic, start, workdir / "changefeed.db")
-        step(f"changefeed delivered {delivered} row changes to topic {topic}")
-        config = PipelineConfig(SourceConfig(broker.bootstrap, (topic,)), str(workdir / "delta"),
-                                str(workdir / "checkpoints" / topic))
-        run_pipeline(spark, config)
-        return compare(spark, server, config)
+        with Live(console=console.rich, refresh_per_second=1) as live:
+            while deadline is None or time.monotonic() < deadline:
+                stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
+                live.update(follow_view(stats, query.lastProgress, workload.changes))
+                if not query.isActive:
+                    raise click.ClickException(f"the pipeline stopped: {query.exception()}")
+                time.sleep(1)
+        console.rich.line()
+    except KeyboardInterrupt:
+        console.step("Ctrl-C: stopping the workload, then letting the changefeed and the pipeline catch up")
+    except BaseException:
+        query.stop()
+        raise
     finally:
-        broker.stop()
+        stop.set()
+        churn.join(timeout=30)
+    return query
+
+
+def finish_streaming(console: Console, query: Any) -> None:
+    """Let the query apply everything the topic holds, then stop it between micro-batches (stopping it in
+    the middle of one is safe, the batch is re-run, but Spark prints the interruption at length)."""
+    console.step("pipeline: applying what is left, then stopping the streaming query")
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path, follow_seconds: float | None = None,
+                 console: Console | None = None) -> bool:
+    """Workload -> changefeed server -> broker -> Spark -> Delta; True when every table equals MySQL."""
+    console = console or Console()
+    workdir.mkdir(parents=True, exist_ok=True)
+    server.execute("CREATE DATABASE IF NOT EXISTS shop")
+    workload = Workload(lambda: server.connect("shop", autocommit=False), TABLES)
+    brokers = start_brokers(workdir / "broker", nodes=1)
+    cdc = ChangefeedServer(workdir / "changefeed")
+    try:
+        console.step(f"bundled broker on {brokers.bootstrap} (data and log in {workdir / 'broker'})")
+        cdc.start()
+        console.step(f"changefeed server on {cdc.url} (metadata and log in {workdir / 'changefeed'})")
+        create_changefeed(console, cdc, server, brokers.bootstrap)
+        console.step(f"workload: {rows} rows into each of {', '.join(TABLES)}, then updates, deletes, key changes")
+        workload.load(rows)
+        config = write_pipeline_config(brokers.bootstrap, workdir, streaming=follow_seconds is not None)
+        query = None if follow_seconds is None else follow(console, spark, cdc, workload, config, follow_seconds)
+        end = binlog_end(server)
+        console.step(f"workload done: {workload.changes} row changes; binlog ends at {end[0]}:{end[1]}")
+        try:
+            stats = wait_caught_up(console, cdc, end)
+        except BaseException:
+            if query is not None:
+                query.stop()
+            raise
+        if query is not None:
+            finish_streaming(console, query)
+        else:
+            console.step(f"pipeline: applying topic {TOPIC} to Delta under {config.target_path}")
+            run_pipeline_once(console, spark, config)
+        equal = final_report(console, spark, server, config, TABLES, stats)
+        cdc.cli("remove", "-c", CHANGEFEED_ID)
+        return equal
+    except CliError as exc:
+        raise click.ClickException(f"{exc} (server log: {cdc.service.log_path})") from exc
+    finally:
+        cdc.stop()
+        brokers.stop()
 
 
 @click.command()
 @click.option("--rows", default=5000, show_default=True, help="Rows the sample workload inserts per table.")
+@click.option("--follow", "follow_seconds", type=float, default=None,
+              help="After the load, keep the workload and a streaming pipeline running this many seconds "
+                   "(0: until Ctrl-C), then check.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the broker data, checkpoints and Delta tables go (default: a temporary directory).")
-def main(rows: int, workdir: Path | None) -> None:
-    """Run MySQL -> changefeed -> bundled broker -> Spark -> Delta once, then check Delta equals MySQL."""
+              help="Where the broker data, changefeed metadata, checkpoints and Delta tables go "
+                   "(default: a temporary directory, removed at the end).")
+def main(rows: int, follow_seconds: float | None, workdir: Path | None) -> None:
+    """Run MySQL -> changefeed server -> bundled broker -> Spark -> Delta, then check Delta equals MySQL."""
+    console = Console()
     started = time.monotonic()
-    step("starting MariaDB with row-based binlog and Spark with Delta")
+    console.step("starting MariaDB with row-based binlog, and Spark with Delta")
     with tempfile.TemporaryDirectory(prefix="lakefeed-demo-") as scratch, mysql_server() as server:
         base = workdir or Path(scratch)
         spark = build_spark_session("lakefeed-quickstart")
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            equal = run_main_job(server, spark, rows, base)
+            console.step(f"MariaDB ({server.flavor}) on {server.host}:{server.port}")
+            equal = run_main_job(server, spark, rows, base, follow_seconds, console)
         finally:
             spark.stop()
-    step(f"done in {time.monotonic() - started:.0f} s; every Delta table equals MySQL: {equal}")
-    if workdir is None:
-        step("the demo ran in a temporary directory, now removed; pass --workdir DIR to keep the Delta tables")
+    console.step(f"done in {time.monotonic() - started:.0f} s; every Delta table equals MySQL: {equal}")
+    console.step("everything this run started is stopped. To keep it running: bash scripts/demo.sh --follow 0 "
+                 "(Ctrl-C stops it cleanly);" + (" to keep the Delta tables: --workdir DIR" if workdir is None
+                                                  else f" the Delta tables stay in {base / 'delta'}"))
     sys.exit(0 if equal else 1)
 
 

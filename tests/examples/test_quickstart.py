@@ -1,33 +1,49 @@
-"""The README's main-job command, on the shared test services: every Delta table ends equal to MySQL,
-through the changefeed, our broker and the streaming job."""
+"""The README's main-job command in its bounded mode, on the shared test services: a changefeed server
+process runs the changefeed created with the CLI, into a `broker start` process; the streaming job
+applies the topic; every Delta table ends equal to MySQL."""
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+import pytest
+import quickstart
+from rich.console import Console as RichConsole
 
 from lakefeed_testing import MySQLServer
 
-QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart.py"
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("quickstart", QUICKSTART)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["quickstart"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_main_job_makes_delta_equal_to_mysql(mysql: MySQLServer, spark: Any, tmp_path: Path) -> None:
-    quickstart = _load()
+@pytest.fixture
+def shop(mysql: MySQLServer) -> Any:
     mysql.execute("DROP DATABASE IF EXISTS shop")
-    try:
-        assert quickstart.run_main_job(mysql, spark, rows=600, workdir=tmp_path)
-        for table in quickstart.TABLES:
-            count = spark.read.format("delta").load(str(tmp_path / "delta" / "shop" / table)).count()
-            assert count >= 600 - 600 // 25  # live rows plus tombstones of deleted and moved keys
-    finally:
-        mysql.execute("DROP DATABASE IF EXISTS shop")
+    yield
+    mysql.execute("DROP DATABASE IF EXISTS shop")
+
+
+def test_main_job_makes_delta_equal_to_mysql(mysql: MySQLServer, spark: Any, tmp_path: Path, shop: None) -> None:
+    screen = RichConsole(record=True, width=160)
+    assert quickstart.run_main_job(mysql, spark, rows=600, workdir=tmp_path,
+                                   console=quickstart.Console(screen))
+    for table in quickstart.TABLES:
+        count = spark.read.format("delta").load(str(tmp_path / "delta" / "shop" / table)).count()
+        assert count >= 600 - 600 // 25  # live rows plus tombstones of deleted and moved keys
+    text = screen.export_text()
+    assert "changefeed create --changefeed-id shop" in text  # created through the CLI, as a user does
+    assert "changefeed shop: normal" in text  # progress came from `changefeed statistics`/`query`
+    assert "equal" in text and "NO" not in text
+    # The changefeed ran in the server process, which logged its progress, and was removed at the end.
+    server_log = (tmp_path / "changefeed" / "server.log").read_text()
+    assert "changefeed shop" in server_log
+
+
+def test_follow_mode_keeps_changes_coming_then_converges(mysql: MySQLServer, spark: Any, tmp_path: Path,
+                                                          shop: None) -> None:
+    """`--follow S`: the workload keeps committing and a streaming query applies it every 5 s; after S
+    seconds the workload stops, everything catches up and every table still equals MySQL."""
+    screen = RichConsole(record=True, width=160)
+    assert quickstart.run_main_job(mysql, spark, rows=100, workdir=tmp_path, follow_seconds=12,
+                                   console=quickstart.Console(screen))
+    text = screen.export_text()
+    assert "following: the workload keeps changing rows" in text
+    assert "pipeline (Spark Structured Streaming)" in text
+    loaded = int(text.split("workload done: ")[1].split()[0])
+    assert loaded > 232  # the load alone is 232 row changes; the follow phase added more
