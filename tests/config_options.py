@@ -25,7 +25,7 @@ from spark_pipelines.errors import ConfigError as PipelineConfigError
 
 # Broker properties of the cluster (issue 5): the example configs and the reference carry them before
 # broker/config.py knows them. Remove a name here once the broker reads it.
-PENDING_CLUSTER_PROPERTIES = frozenset({"process.roles", "controller.quorum.voters", "broker.rack"})
+PENDING_CLUSTER_PROPERTIES: frozenset[str] = frozenset()  # every cluster property is in DEFAULTS now
 
 _ALLOWED = re.compile(r"allowed here: (.*)$")
 

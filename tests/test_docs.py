@@ -32,7 +32,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "ben
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PROGRAMS = ("bash", "changefeed", "broker", "spark-pipeline", "kafka-configs", "kafka-topics", ".venv/bin/python",
-            "python", "spark-submit", "docker")
+            "python", "spark-submit", "docker", "kafka-leader-election")
 CLIS = {"changefeed": changefeed_cli, "broker": broker_cli, "spark-pipeline": pipeline_cli}
 CLIENT_VERBS = ("list", "query", "statistics", "pause", "resume", "update", "remove")
 
@@ -49,6 +49,9 @@ COMMAND_TESTS = {
     "changefeed": "tests/changefeed/lifecycle/test_cli_lifecycle.py::test_lifecycle_through_the_cli",
     "broker start --config examples/brokers/single-node.properties":
         "tests/examples/test_example_configs.py::test_single_node_config_runs_a_broker",
+    "broker dev-cluster": "tests/broker/test_dev_cluster.py::test_sigterm_to_the_foreground_manager_stops_every_node",
+    "kafka-leader-election": "tests/broker/cluster/test_clients.py::"
+                             "test_kafka_leader_election_moves_leadership_back_to_the_preferred_replica",
     "broker dump-log-segments": "tests/broker/storage/test_dump_cli.py::test_dump_reports_trailing_garbage_and_rejects_"
                                 "unknown_files",
     "kafka-configs --bootstrap-server 127.0.0.1:9092 --describe --entity-type brokers":
