@@ -2,13 +2,14 @@
 
 A private MariaDB with row-based binlog runs a sysbench-like workload (examples/workload.py); a
 `changefeed server` process runs one changefeed, created with the `changefeed` CLI from
-examples/changefeeds/quickstart.yaml, into the bundled broker (`broker start`); the Spark Structured
-Streaming job applies the topic to Delta; the Delta tables are shown and compared with MySQL.
+examples/changefeeds/quickstart.yaml, into the bundled broker (a 3-node `broker dev-cluster`: replication
+factor 3, min.insync.replicas 2); the Spark Structured Streaming job applies the topic to Delta; the Delta
+tables are shown and compared with MySQL.
 
 Bounded (the default, what CI runs): a fixed workload, then the changefeed catches up, the job runs
 with availableNow, every table is compared, everything stops. `--follow SECONDS` keeps the workload
 and a streaming query running (progress on screen) for that long, or until Ctrl-C with `--follow 0`,
-then winds down the same way. Not yet: the 3-node broker cluster (start_brokers runs one node).
+then winds down the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import yaml
 from progress import Console, caught_up_view, final_report, follow_view
 from rich.live import Live
 from rich.markup import escape
-from services import ChangefeedServer, CliError, binlog_end, reached, start_brokers
+from services import Brokers, ChangefeedServer, CliError, binlog_end, reached, start_brokers
 from workload import Workload
 
 from lakefeed_testing import MySQLServer, mysql_server
@@ -41,8 +42,9 @@ CHANGEFEED_CONFIG = Path(__file__).parent / "changefeeds" / "quickstart.yaml"
 CATCH_UP_TIMEOUT_S = 600
 
 
-def sink_uri(bootstrap: str) -> str:
-    return f"kafka://{bootstrap}/{TOPIC}?partition-num=3&content-compatible=true&enable-tidb-extension=true"
+def sink_uri(bootstrap: str, replication_factor: int = 3) -> str:
+    return (f"kafka://{bootstrap}/{TOPIC}?partition-num=3&replication-factor={replication_factor}"
+            "&content-compatible=true&enable-tidb-extension=true")
 
 
 def write_pipeline_config(bootstrap: str, workdir: Path, streaming: bool) -> PipelineConfig:
@@ -60,9 +62,10 @@ def write_pipeline_config(bootstrap: str, workdir: Path, streaming: bool) -> Pip
     return load_config(path)
 
 
-def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServer, bootstrap: str) -> None:
+def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServer, brokers: Brokers) -> None:
     source = f"mysql://{server.user}:{server.password}@{server.host}:{server.port}?tls=false"
-    args = ["--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", sink_uri(bootstrap),
+    uri = sink_uri(brokers.bootstrap, brokers.replication_factor)
+    args = ["--changefeed-id", CHANGEFEED_ID, "--source", source, "--sink-uri", uri,
             "--config", str(CHANGEFEED_CONFIG), "--start", "now"]
     shown = " ".join(a if a != source else "'mysql://USER:PASSWORD@...'" for a in args)
     console.step(f"changefeed create {shown} --server {cdc.url}")
@@ -152,13 +155,14 @@ def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path, foll
     workdir.mkdir(parents=True, exist_ok=True)
     server.execute("CREATE DATABASE IF NOT EXISTS shop")
     workload = Workload(lambda: server.connect("shop", autocommit=False), TABLES)
-    brokers = start_brokers(workdir / "broker", nodes=1)
+    brokers = start_brokers(workdir / "broker", nodes=3)
     cdc = ChangefeedServer(workdir / "changefeed")
     try:
-        console.step(f"bundled broker on {brokers.bootstrap} (data and log in {workdir / 'broker'})")
+        console.step(f"bundled broker, {len(brokers.ports)} nodes, on {brokers.bootstrap} "
+                     f"(data and logs in {workdir / 'broker'})")
         cdc.start()
         console.step(f"changefeed server on {cdc.url} (metadata and log in {workdir / 'changefeed'})")
-        create_changefeed(console, cdc, server, brokers.bootstrap)
+        create_changefeed(console, cdc, server, brokers)
         console.step(f"workload: {rows} rows into each of {', '.join(TABLES)}, then updates, deletes, key changes")
         workload.load(rows)
         config = write_pipeline_config(brokers.bootstrap, workdir, streaming=follow_seconds is not None)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lakefeed_testing import MySQLServer
-from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.net import free_port, free_port_block, port_open, wait_until
 
 
 @dataclass
@@ -49,41 +49,50 @@ class Service:
 
 @dataclass
 class Brokers:
-    """The bundled broker nodes the demo runs; `bootstrap` is what sink URIs and Spark use."""
+    """The bundled broker the demo runs; `bootstrap` is what sink URIs and Spark use."""
 
-    nodes: list[tuple[int, Service]] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
+    services: list[Service] = field(default_factory=list)
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{port}" for port, _ in self.nodes)
+        return ",".join(f"127.0.0.1:{port}" for port in self.ports)
+
+    @property
+    def replication_factor(self) -> int:
+        return 3 if len(self.ports) >= 3 else 1
 
     def stop(self) -> None:
-        for _, node in reversed(self.nodes):
-            node.stop()
+        for service in reversed(self.services):
+            service.stop()
 
 
-def start_brokers(workdir: Path, nodes: int = 1) -> Brokers:
-    """Start the bundled broker: one `broker start` process with its data under `workdir`.
-
-    The single place the demo starts brokers, so switching to a 3-node `broker dev-cluster` (issue 5)
-    changes only this function.
-    """
-    if nodes != 1:
-        raise ValueError(f"{nodes} broker nodes: the demo runs one node until the broker cluster is wired")
-    brokers = Brokers()
-    port = free_port()
-    command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(workdir / "node-1"),
-               "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-               # The demo's consumer group (Spark reads without one) and topics are created on purpose;
-               # nothing should appear because a client asked for a topic by a wrong name.
-               "--set", "auto.create.topics.enable=false"]
-    node = Service("broker node 1", command, workdir / "node-1.log")
+def start_brokers(workdir: Path, nodes: int = 3) -> Brokers:
+    """The bundled broker as a user starts it: `broker dev-cluster --nodes N` (one process per node; with
+    3 nodes replication factor 3 and min.insync.replicas 2), or `broker start` for a single node."""
+    # The demo's consumer group (Spark reads without one) and topics are created on purpose; nothing
+    # should appear because a client asked for a topic by a wrong name.
+    no_auto_create = ["--set", "auto.create.topics.enable=false"]
+    if nodes == 1:
+        port = free_port()
+        command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(workdir / "node-1"),
+                   "--listeners", f"PLAINTEXT://127.0.0.1:{port}", *no_auto_create]
+        ports = [port]
+    else:
+        base = free_port_block(2 * nodes)  # Kafka ports, then the controller ports
+        command = [sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", str(nodes), "--data-dir",
+                   str(workdir), "--base-port", str(base), *no_auto_create]
+        ports = [base + i for i in range(nodes)]
+    service = Service(f"broker ({nodes} node{'s' if nodes > 1 else ''})", command, workdir / "broker.log")
+    service.start(ports[0])
+    brokers = Brokers(ports, [service])
     try:
-        node.start(port)
+        for port in ports[1:]:  # a cluster node opens its port once it has joined
+            wait_until(lambda port=port: port_open(port), timeout=60, what=f"broker on port {port}",
+                       alive=lambda: service.process is not None and service.process.poll() is None)
     except Exception:
         brokers.stop()
         raise
-    brokers.nodes.append((port, node))
     return brokers
 
 

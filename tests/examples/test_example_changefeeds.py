@@ -30,7 +30,7 @@ def shop(mysql: MySQLServer) -> Iterator[None]:
 
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Brokers, ChangefeedServer]]:
-    brokers = start_brokers(tmp_path / "broker")
+    brokers = start_brokers(tmp_path / "broker", nodes=1)  # the examples, not the cluster, are under test
     server = ChangefeedServer(tmp_path / "changefeed")
     try:
         server.start()
