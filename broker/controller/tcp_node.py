@@ -12,7 +12,6 @@ Kafka-protocol controller APIs are wired, the lead's broker glue can use.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import signal
