@@ -8,7 +8,7 @@ Streaming job applies the topic to Delta; the Delta tables are shown and compare
 Bounded (the default, what CI runs): a fixed workload, then the changefeed catches up, the job runs
 with availableNow, every table is compared, everything stops. `--follow SECONDS` keeps the workload
 and a streaming query running (progress on screen) for that long, or until Ctrl-C with `--follow 0`,
-then winds down the same way. Not yet: the 3-node broker cluster (start_brokers runs one node).
+then winds down the same way. The broker is one node (services.start_brokers), not yet a 3-node cluster.
 """
 
 from __future__ import annotations

@@ -69,13 +69,13 @@ def start_brokers(workdir: Path, nodes: int = 1) -> Brokers:
     changes only this function.
     """
     if nodes != 1:
-        raise ValueError(f"{nodes} broker nodes: the demo runs one node until the broker cluster is wired")
+        raise ValueError(f"{nodes} broker nodes: the demo starts one node (a cluster: `broker dev-cluster`)")
     brokers = Brokers()
     port = free_port()
     command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(workdir / "node-1"),
                "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
-               # The demo's consumer group (Spark reads without one) and topics are created on purpose;
-               # nothing should appear because a client asked for a topic by a wrong name.
+               # The changefeed creates its topic (docs/runbooks/topic-auto-creation.md); a topic asked for
+               # by a wrong name must fail, not appear with one partition.
                "--set", "auto.create.topics.enable=false"]
     node = Service("broker node 1", command, workdir / "node-1.log")
     try:
