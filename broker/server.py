@@ -121,7 +121,8 @@ class BrokerServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
-            pass
+            # Only the server's close() cancels connections; say so, so a closed connection is never silent.
+            log.info("connection cancelled", extra={"peer": f"{peer[0]}:{peer[1]}"})
         except Exception:
             log.exception("closing connection after an internal error", extra={"peer": f"{peer[0]}:{peer[1]}"})
         finally:
