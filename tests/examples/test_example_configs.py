@@ -7,19 +7,20 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from broker.config import BrokerConfig, load_file
 from broker.config_catalog import TOPIC_CONFIGS, validate_topic_config
 from changefeed.config import load_config as load_changefeed_config
 from changefeed.model import TableName
 from lakefeed_testing.kafka_reference import run_kafka_tool
-from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.net import free_port, free_port_block, port_open, wait_until
 from sink.uri import parse_sink_uri
 from spark_pipelines.config import load_config as load_pipeline_config
 from tests.config_options import PENDING_CLUSTER_PROPERTIES, broker_properties
@@ -136,3 +137,49 @@ def test_single_node_config_runs_a_broker(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_cluster_node_configs_form_one_cluster(tmp_path: Path) -> None:
+    """The three cluster-node files, as written, except ports and data dirs (free ones here, so CI never
+    collides): one cluster, RF 3 topics with full ISRs, acks=all writes read back from every node."""
+    base = free_port_block(6)
+    ports = {n: base + n - 1 for n in (1, 2, 3)}
+    voters = ",".join(f"{n}@127.0.0.1:{base + 2 + n}" for n in (1, 2, 3))
+    processes = []
+    try:
+        for n in (1, 2, 3):
+            config = EXAMPLES / "brokers" / f"cluster-node-{n}.properties"
+            command = [sys.executable, "-m", "broker.cli", "start", "--config", str(config),
+                       "--data-dir", str(tmp_path / f"n{n}"), "--listeners", f"PLAINTEXT://127.0.0.1:{ports[n]}",
+                       "--set", f"controller.quorum.voters={voters}"]
+            with (tmp_path / f"node-{n}.log").open("wb") as log:
+                processes.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT))
+        for n, process in zip((1, 2, 3), processes, strict=True):
+            wait_until(lambda n=n: port_open(ports[n]), timeout=60, what=f"cluster node {n}",
+                       alive=lambda process=process: process.poll() is None)
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports.values())
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3]
+        admin.create_topics([NewTopic("orders")])["orders"].result(30)  # the files' defaults: 3 partitions, RF 3
+        topic = admin.list_topics("orders", timeout=10).topics["orders"]
+        assert len(topic.partitions) == 3
+        assert all(sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] for p in topic.partitions.values())
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(30):
+            producer.produce("orders", str(i).encode(), key=str(i).encode())
+        assert producer.flush(30) == 0
+        for n in (1, 2, 3):  # every node answers the same metadata and serves the data
+            consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{ports[n]}", "group.id": f"g{n}",
+                                 "auto.offset.reset": "earliest"})
+            consumer.subscribe(["orders"])
+            got: set[bytes] = set()
+            deadline = time.monotonic() + 30
+            while len(got) < 30 and time.monotonic() < deadline:
+                got |= {m.value() for m in consumer.consume(100, 1.0) if m.error() is None}
+            consumer.close()
+            assert got == {str(i).encode() for i in range(30)}, n
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=20)
