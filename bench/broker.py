@@ -30,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _produce_timing import timed_produce
+
 from lakefeed_testing.kafka_reference import kafka_reference
 from lakefeed_testing.own_broker import OwnBroker
 
@@ -55,25 +57,7 @@ def _produce(bootstrap: str, topic: str, payload: bytes, count: int, acks: str) 
     # batch.size stays under the 200 kB message.max.bytes OwnBroker sets.
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 160_000,
                          "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False})
-    errors: list[Any] = []
-
-    def report(error: Any, _message: Any) -> None:
-        if error is not None:
-            errors.append(error)
-
-    started = time.perf_counter()
-    for _ in range(count):
-        try:
-            producer.produce(topic, payload, on_delivery=report)
-        except BufferError:
-            producer.poll(0.01)
-            producer.produce(topic, payload, on_delivery=report)
-        producer.poll(0)
-    remaining = producer.flush(120)
-    elapsed = time.perf_counter() - started
-    if remaining or errors:
-        raise click.ClickException(f"produce to {bootstrap}: {remaining} unacknowledged, errors {errors[:3]}")
-    return elapsed
+    return timed_produce(producer, bootstrap, topic, payload, count)
 
 
 def _consume(bootstrap: str, topic: str, count: int) -> float:

@@ -156,3 +156,18 @@ def parse_set(values: tuple[str, ...]) -> dict[str, str]:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set num.partitions=3")
         result[key.strip()] = value.strip()
     return result
+
+
+def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
+    """Kafka's `controller.quorum.voters`: `1@host:port,2@host:port` -> {1: (host, port), ...}."""
+    out: dict[int, tuple[str, int]] = {}
+    for part in spec.split(","):
+        try:
+            node, address = part.strip().split("@")
+            host, port = address.rsplit(":", 1)
+            out[int(node)] = (host, int(port))
+        except ValueError:
+            raise ConfigError(
+                f"controller.quorum.voters entry {part!r} is not ID@HOST:PORT (e.g. 1@127.0.0.1:19093)"
+            ) from None
+    return out

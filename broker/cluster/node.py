@@ -14,7 +14,7 @@ from broker.cluster.controller_client import ControllerClient, ControllerRejecte
 from broker.cluster.fetcher import LeaderFetcher
 from broker.cluster.replicas import ReplicaManager, TopicPartition, now_ms
 from broker.cluster.topic_sync import sync_topic
-from broker.config import BrokerConfig, ConfigError
+from broker.config import BrokerConfig, ConfigError, parse_voters
 from broker.controller import records as r
 from broker.controller.state import MetadataState, PartitionInfo, TopicInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
@@ -23,21 +23,6 @@ from broker.handlers.context import BrokerState
 log = logging.getLogger("broker.cluster")
 _METADATA_POLL_S = 0.05
 _ISR_CHECK_S = 0.2
-
-
-def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
-    """Kafka's `controller.quorum.voters`: `1@host:port,2@host:port`."""
-    out: dict[int, tuple[str, int]] = {}
-    for part in spec.split(","):
-        try:
-            node, address = part.strip().split("@")
-            host, port = address.rsplit(":", 1)
-            out[int(node)] = (host, int(port))
-        except ValueError:
-            raise ConfigError(
-                f"controller.quorum.voters entry {part!r} is not ID@HOST:PORT (e.g. 1@127.0.0.1:19093)"
-            ) from None
-    return out
 
 
 class ClusterNode:

@@ -22,6 +22,7 @@ from typing import Any
 
 import click
 
+from broker import config
 from broker.controller.errors import ControllerError
 from broker.controller.quorum import QuorumController
 from broker.controller.raft import Outgoing
@@ -32,16 +33,11 @@ log = logging.getLogger("broker.controller")
 
 
 def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
-    """`1@host:port,2@host:port` (Kafka's controller.quorum.voters format)."""
-    out: dict[int, tuple[str, int]] = {}
-    for part in spec.split(","):
-        try:
-            node, addr = part.strip().split("@")
-            host, port = addr.rsplit(":", 1)
-            out[int(node)] = (host, int(port))
-        except ValueError as e:
-            raise click.BadParameter(f"voter {part!r} is not ID@HOST:PORT (e.g. 1@127.0.0.1:19001)") from e
-    return out
+    """`1@host:port,2@host:port` (Kafka's controller.quorum.voters format), as a click parameter."""
+    try:
+        return config.parse_voters(spec)
+    except config.ConfigError as e:
+        raise click.BadParameter(str(e)) from e
 
 
 class TcpController:
