@@ -48,7 +48,8 @@ def test_target_reached_is_finished(
 ) -> None:
     mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)", database=database)
     server = start_server()
-    target = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=3)
+    # Far enough ahead that a slow CLI start on a loaded machine still creates it before the target.
+    target = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=8)
     cli_json(server, "create", "-c", "tgt", "--source", source_uri(mysql),
              "--sink-uri", f"kafka://{broker.bootstrap}/tgt-{database}", "--target", target.isoformat())
     insert_rows(mysql, database, range(0, 10))
