@@ -8,7 +8,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
 from broker.cluster.fetcher import LeaderFetcher
@@ -19,6 +19,9 @@ from broker.controller import records as r
 from broker.controller.state import MetadataState, PartitionInfo, TopicInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
 from broker.handlers.context import BrokerState
+
+if TYPE_CHECKING:
+    from broker.controller.tcp_node import TcpController
 
 log = logging.getLogger("broker.cluster")
 _METADATA_POLL_S = 0.05
@@ -43,7 +46,7 @@ class ClusterNode:
         self.meta_index = 0
         self.replicas = ReplicaManager(self.node_id)
         self.fetchers: dict[int, LeaderFetcher] = {}
-        self.controller: Any = None
+        self.controller: TcpController | None = None
         self._isr_in_flight: set[TopicPartition] = set()
         self._creating: set[str] = set()
         self._seen_commit = 0  # the local quorum member's commit index when we last read it
