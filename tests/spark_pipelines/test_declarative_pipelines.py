@@ -66,7 +66,9 @@ def test_auto_cdc_flow_cannot_target_delta_while_append_flows_can(kafka: KafkaRe
         "libraries": [{"glob": {"include": "transformations/**"}}],
         # Given only as --conf, the Delta catalog was not in effect in the pipeline's session.
         "configuration": {"spark.sql.catalog.spark_catalog": DELTA_CATALOG,
-                          "lakefeed.bootstrap_servers": kafka.bootstrap_servers, "lakefeed.topic": topic},
+                          "lakefeed.bootstrap_servers": kafka.bootstrap_servers, "lakefeed.topic": topic,
+                          # A flow that cannot start fails the same way every time: no retries (default 2).
+                          "spark.sql.pipelines.maxFlowRetryAttempts": "0"},
     }))
     result = run_spark_pipelines(tmp_path)
     output = result.stdout + result.stderr
