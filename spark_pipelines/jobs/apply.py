@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig
-from spark_pipelines.errors import MessageError
+from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
 from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q, table_ref
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
@@ -104,6 +104,7 @@ class ApplyBatch:
         self.app_id = app_id_for(config.checkpoint)
         self.last_report: BatchReport | None = None  # only the last: a stream runs for months
         self.registered: set[str] = set()  # catalog names this run has made sure of
+        self.owners: dict[str, str] = {}  # Delta table path -> the source table writing it
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         spark = records.sparkSession
@@ -153,6 +154,10 @@ class ApplyBatch:
                              or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"]))
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
+            owner = self.owners.setdefault(path, f"{database}.{table}")
+            if owner != f"{database}.{table}":
+                raise ConfigError(f"{owner} and {database}.{table} would both write the Delta table {path}; "
+                                  "give one of them its own name with tables.rename (or exclude it)")
             ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
             changes = changes_of(segment, shape, self.config.source_time_zone)
             if (floor := floors[(database, table)]) is not None:

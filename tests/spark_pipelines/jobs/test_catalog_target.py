@@ -6,7 +6,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spark_pipelines.config import parse_config
+from spark_pipelines.errors import ConfigError
 from spark_pipelines.jobs.apply import ApplyBatch
 from tests.spark_pipelines.canal import dml, records
 
@@ -61,3 +64,8 @@ def test_catalog_target_with_maintenance(spark: Any, tmp_path: Path) -> None:
     # file, which commits nothing; tests/spark_pipelines/jobs/test_table_ddl.py sees it compact.)
     operations = {row["operation"] for row in spark.sql(f"DESCRIBE HISTORY {acct}").collect()}
     assert {"DELETE", "VACUUM START", "VACUUM END"} <= operations, operations
+
+    # Another source database's `acct` would land in the same catalog table: refused, nothing written.
+    with pytest.raises(ConfigError, match=r"shop\.acct and other\.acct would both write"):
+        apply(records(spark, [dml("acct", "INSERT", {"id": "9", "owner": "x"}, es=ES + 9, database="other")]), 2)
+    assert spark.table(acct).where("id = 9").count() == 0
