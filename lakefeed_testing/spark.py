@@ -2,6 +2,7 @@
 
 import contextlib
 import hashlib
+import importlib.metadata
 import os
 import tempfile
 import urllib.request
@@ -43,36 +44,62 @@ def token_provider_jar() -> Path:
     return jar
 
 
+def delta_package() -> str:
+    """Delta's jar for the installed delta-spark wheel, the same one `configure_spark_with_delta_pip` asks for."""
+    import pyspark
+
+    spark_minor = ".".join(pyspark.__version__.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{importlib.metadata.version('delta-spark')}"
+
+
+def package_conf() -> dict[str, str]:
+    """Delta SQL extension and catalog, Delta and the Kafka source from Maven Central through the
+    persistent Ivy cache, and the pinned token-provider jar: what the local session and `spark-submit`
+    both need (docs/development.md, "Pinned versions")."""
+    return {
+        "spark.jars.packages": f"{delta_package()},{SPARK_KAFKA_PACKAGE}",
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.jars.ivy": str(ivy_dir()),
+        "spark.jars.ivySettings": str(IVY_SETTINGS),
+        "spark.jars.excludes": TOKEN_PROVIDER,
+        "spark.jars": str(token_provider_jar()),
+    }
+
+
+def loopback_conf() -> dict[str, str]:
+    """Small and local: no UI, few partitions, the driver on 127.0.0.1, UTC."""
+    return {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.databricks.delta.snapshotPartitions": "2",
+    }
+
+
+def spark_submit_args(conf: dict[str, str] | None = None) -> list[str]:
+    """`--conf k=v` arguments for `spark-submit` with the same packages and settings as the local session."""
+    merged = {**package_conf(), **loopback_conf(), **(conf or {})}
+    return [arg for key, value in merged.items() for arg in ("--conf", f"{key}={value}")]
+
+
 def build_spark_session(app_name: str = "lakefeed-tests", master: str = "local[2]") -> Any:
     """Start (or return the running) SparkSession: Delta SQL extension and catalog, Kafka source,
     persistent Ivy cache, no UI, few shuffle partitions (tests move kilobytes, not gigabytes)."""
-    from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
     # Loopback only: tests and the demo never listen on other interfaces.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warehouse = tempfile.mkdtemp(prefix="lakefeed-warehouse-")
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master)
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.jars.ivy", str(ivy_dir()))
-        .config("spark.jars.ivySettings", str(IVY_SETTINGS))
-        .config("spark.jars.excludes", TOKEN_PROVIDER)
-        .config("spark.jars", str(token_provider_jar()))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-    )
-    return configure_spark_with_delta_pip(builder, extra_packages=[SPARK_KAFKA_PACKAGE]).getOrCreate()
+    builder = SparkSession.builder.appName(app_name).master(master)
+    conf = {**package_conf(), **loopback_conf(), "spark.sql.warehouse.dir": warehouse, "spark.driver.memory": "2g"}
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 @contextlib.contextmanager

@@ -7,6 +7,10 @@
       max_offsets_per_trigger: 100000   # optional bound on records per micro-batch
     target:
       path: /data/delta             # one Delta table per source table at <path>/<database>/<table>
+      # or, instead of path, tables in a catalog: <catalog>.<database>.<table>, stored under the
+      # database's location and registered there (the source database is not part of the name)
+      # catalog: spark_catalog
+      # database: lake
       scd_type: 1                   # 1: the table as MySQL has it; 2: every version with valid-from/to
       on_drop_table: tombstone      # tombstone: rows become tombstones | ignore: keep the last rows
       on_rename_table: follow       # follow: rows move to the new name | ignore: the new name starts empty
@@ -88,9 +92,15 @@ class Maintenance:
 
 
 @dataclass(frozen=True)
+class CatalogTarget:
+    catalog: str
+    database: str
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     source: SourceConfig
-    target_path: str
+    target_path: str | None  # None: catalog_target names the tables
     checkpoint: str
     available_now: bool = True
     processing_time: str | None = None
@@ -100,10 +110,38 @@ class PipelineConfig:
     on_rename_table: str = "follow"
     tables: TableRules = field(default_factory=TableRules)
     maintenance: Maintenance = field(default_factory=Maintenance)
+    catalog_target: CatalogTarget | None = None
+    # Catalog targets: each target database's location, looked up when the job starts (io/catalog.py).
+    locations: tuple[tuple[str, str], ...] = ()
+
+    def target_name(self, database: str, table: str) -> tuple[str, str]:
+        """The Delta table's (database, table); a catalog target puts every table into its one
+        database unless tables.rename names another."""
+        if self.catalog_target is not None and self.tables.target_name(database, table) == (database, table):
+            return self.catalog_target.database, table
+        return self.tables.target_name(database, table)
+
+    def target_databases(self) -> list[str]:
+        """The catalog databases the tables may land in (catalog targets only)."""
+        if self.catalog_target is None:
+            return []
+        return sorted({self.catalog_target.database, *(t.split(".")[0] for _, t in self.tables.renames)})
+
+    def catalog_name(self, database: str, table: str) -> str | None:
+        """`catalog`.`database`.`table` for a catalog target, else None."""
+        if self.catalog_target is None:
+            return None
+        names = (self.catalog_target.catalog, *self.target_name(database, table))
+        return ".".join("`" + name.replace("`", "``") + "`" for name in names)
 
     def table_path(self, database: str, table: str) -> str:
-        target_db, target_table = self.tables.target_name(database, table)
-        return f"{self.target_path.rstrip('/')}/{target_db}/{target_table}"
+        target_db, target_table = self.target_name(database, table)
+        if self.target_path is not None:
+            return f"{self.target_path.rstrip('/')}/{target_db}/{target_table}"
+        location = dict(self.locations).get(target_db)
+        if location is None:
+            raise ConfigError(f"the location of catalog database {target_db!r} has not been looked up yet")
+        return f"{location.rstrip('/')}/{target_table}"
 
 
 def _section(data: dict[str, Any], key: str, path: str, required: bool = True) -> dict[str, Any]:
@@ -209,14 +247,23 @@ def parse_config(data: Any) -> PipelineConfig:
     _unknown(data, {"source", "target", "tables", "maintenance", "checkpoint", "trigger", "source_time_zone"}, "")
     source = _source(data)
     target = _section(data, "target", "")
-    _unknown(target, {"path", "scd_type", "on_drop_table", "on_rename_table"}, "target.")
+    _unknown(target, {"path", "catalog", "database", "scd_type", "on_drop_table", "on_rename_table"}, "target.")
+    if ("path" in target) == ("database" in target):
+        raise ConfigError("target: set exactly one of path (a directory for the Delta tables) or database "
+                          "(with an optional catalog, default spark_catalog)")
+    if "catalog" in target and "database" not in target:
+        raise ConfigError("target.catalog: needs target.database (and no target.path)")
+    catalog_target = None
+    if "database" in target:
+        catalog_target = CatalogTarget(_text(target, "catalog", "target.", "spark_catalog"),
+                                       _text(target, "database", "target."))
     trigger = _section(data, "trigger", "", required=False) or {"available_now": True}
     _unknown(trigger, {"available_now", "processing_time"}, "trigger.")
     if ("processing_time" in trigger) == bool(trigger.get("available_now")):
         raise ConfigError("trigger: set exactly one of available_now: true or processing_time: '<n> seconds'")
     return PipelineConfig(
         source=source,
-        target_path=_text(target, "path", "target."),
+        target_path=_text(target, "path", "target.") if catalog_target is None else None,
         checkpoint=_text(data, "checkpoint", ""),
         available_now=bool(trigger.get("available_now")),
         processing_time=trigger.get("processing_time"),
@@ -226,6 +273,7 @@ def parse_config(data: Any) -> PipelineConfig:
         on_rename_table=_choice(target, "on_rename_table", "target.", RENAME_POLICIES),
         tables=_tables(data),
         maintenance=_maintenance(data),
+        catalog_target=catalog_target,
     )
 
 

@@ -24,7 +24,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig
-from spark_pipelines.errors import MessageError
+from spark_pipelines.errors import ConfigError, MessageError
+from spark_pipelines.io.catalog import register, resolve_locations
 from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q, table_ref
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
@@ -102,9 +103,12 @@ class ApplyBatch:
         self.config = config
         self.app_id = app_id_for(config.checkpoint)
         self.last_report: BatchReport | None = None  # only the last: a stream runs for months
+        self.registered: set[str] = set()  # catalog names this run has made sure of
+        self.owners: dict[str, str] = {}  # Delta table path -> the source table writing it
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         spark = records.sparkSession
+        self.config = resolve_locations(spark, self.config)
         messages = parse_messages(records).persist()
         try:
             self.last_report = self._apply(spark, messages, batch_id)
@@ -134,6 +138,7 @@ class ApplyBatch:
                 tables |= self._apply_ddl(spark, boundary)
                 low = boundary[SEQ]
         log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
+        self._register(spark, tables)
         if self.config.maintenance.due(batch_id):
             paths = sorted({self.config.table_path(*name.split(".", 1)) for name in tables})
             maintain(spark, paths, self.config.maintenance, scd_type=self.config.scd_type)
@@ -149,6 +154,10 @@ class ApplyBatch:
                              or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"]))
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
+            owner = self.owners.setdefault(path, f"{database}.{table}")
+            if owner != f"{database}.{table}":
+                raise ConfigError(f"{owner} and {database}.{table} would both write the Delta table {path}; "
+                                  "give one of them its own name with tables.rename (or exclude it)")
             ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
             changes = changes_of(segment, shape, self.config.source_time_zone)
             if (floor := floors[(database, table)]) is not None:
@@ -159,6 +168,15 @@ class ApplyBatch:
             else:
                 merge_latest(spark, path, latest_per_key(changes, shape.primary_key), shape, txn)
         return {f"{database}.{table}" for database, table in shapes}
+
+    def _register(self, spark: Any, tables: set[str]) -> None:
+        """Catalog targets: name each Delta table the batch wrote in the catalog."""
+        for source in sorted(tables):
+            name = self.config.catalog_name(*source.split(".", 1))
+            path = self.config.table_path(*source.split(".", 1))
+            if name is not None and name not in self.registered and exists(spark, path):
+                register(spark, name, path)
+                self.registered.add(name)
 
     def _floor(self, spark: Any, database: str, table: str) -> dict[str, int] | None:
         path = self.config.table_path(database, table)

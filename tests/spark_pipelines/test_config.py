@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,13 +47,32 @@ def test_tables_and_maintenance() -> None:
     assert parse_config(GOOD).tables.keeps("any", "table")
 
 
+def test_catalog_target_names_and_locations() -> None:
+    config = parse_config({**GOOD, "target": {"database": "lake"}, "tables": {"rename": {"shop.acct": "crm.accounts"}}})
+    assert config.target_path is None and config.target_databases() == ["crm", "lake"]
+    assert config.catalog_name("shop", "orders") == "`spark_catalog`.`lake`.`orders`"
+    assert config.catalog_name("shop", "acct") == "`spark_catalog`.`crm`.`accounts`"
+    with pytest.raises(ConfigError, match="has not been looked up yet"):
+        config.table_path("shop", "orders")
+    located = replace(config, locations=(("crm", "s3://b/crm.db"), ("lake", "file:/w/lake.db/")))
+    assert located.table_path("other", "orders") == "file:/w/lake.db/orders"
+    assert located.table_path("shop", "acct") == "s3://b/crm.db/accounts"
+    named = parse_config({**GOOD, "target": {"catalog": "main", "database": "x`y"}})
+    assert named.catalog_name("shop", "t") == "`main`.`x``y`.`t`"
+    assert parse_config(GOOD).catalog_name("shop", "t") is None
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"source": {"bootstrap_servers": "h:1"}}, "set exactly one of topics"),
         ({"source": {**GOOD["source"], "starting_offsets": "middle"}}, "source.starting_offsets: 'middle'"),
         ({"source": {**GOOD["source"], "topics": "cdc"}}, "source.topics: expected a list"),
-        ({"target": {"paht": "/x"}}, "target.paht: unknown key; allowed here: on_drop_table"),
+        ({"target": {"path": "/x", "paht": "/x"}}, "target.paht: unknown key; allowed here: catalog, database"),
+        ({"target": {"scd_type": 1}}, "target: set exactly one of path"),
+        ({"target": {"path": "/x", "database": "lake"}}, "target: set exactly one of path"),
+        ({"target": {"path": "/x", "catalog": "c"}}, "target.catalog: needs target.database"),
+        ({"target": {"database": ""}}, "target.database: expected a non-empty string"),
         ({"target": "/x"}, "target: expected a mapping, got '/x'"),
         ({"checkpoint": ""}, "checkpoint: expected a non-empty string"),
         ({"trigger": {"available_now": True, "processing_time": "1 second"}}, "trigger: set exactly one"),
