@@ -32,10 +32,12 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "ben
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PROGRAMS = ("bash", "changefeed", "broker", "spark-pipeline", "kafka-configs", "kafka-topics", ".venv/bin/python",
-            "python", "spark-submit", "docker", "kafka-leader-election")
+            "python", "spark-submit", "docker", "kafka-leader-election", "spark-pipelines", "export", "curl",
+            '"$SPARK_HOME/bin/spark-class"', '"$SPARK_HOME/bin/spark-submit"')
 CLIS = {"changefeed": changefeed_cli, "broker": broker_cli, "spark-pipeline": pipeline_cli}
 CLIENT_VERBS = ("list", "query", "statistics", "pause", "resume", "update", "remove")
 
+_SUBMIT_TEST = "tests/spark_pipelines/test_spark_submit.py::test_spark_submit_runs_the_pipeline_on_a_standalone_cluster"
 # Commands a test here cannot run cheaply -> the test that runs them (by prefix; the longest prefix wins).
 COMMAND_TESTS = {
     "bash scripts/demo.sh": "tests/examples/test_quickstart.py::test_main_job_makes_delta_equal_to_mysql",
@@ -49,6 +51,14 @@ COMMAND_TESTS = {
     "changefeed": "tests/changefeed/lifecycle/test_cli_lifecycle.py::test_lifecycle_through_the_cli",
     "broker start --config examples/brokers/single-node.properties":
         "tests/examples/test_example_configs.py::test_single_node_config_runs_a_broker",
+    # The standalone-cluster walk-through: lakefeed_testing/spark_cluster.py does the same steps (the
+    # environment, master, worker, the token-provider jar) and the test submits the job the same way.
+    "export SPARK_": _SUBMIT_TEST,
+    '"$SPARK_HOME/bin/spark-class" org.apache.spark.deploy': _SUBMIT_TEST,
+    '"$SPARK_HOME/bin/spark-submit" --master spark://': _SUBMIT_TEST,
+    "curl -fLO https://repo1.maven.org/maven2/org/apache/spark/spark-token-provider-kafka": _SUBMIT_TEST,
+    "spark-pipelines --conf": "tests/spark_pipelines/test_declarative_pipelines.py::"
+                              "test_auto_cdc_flow_cannot_target_delta_while_append_flows_can",
     "broker dev-cluster": "tests/broker/test_dev_cluster.py::test_sigterm_to_the_foreground_manager_stops_every_node",
     "kafka-leader-election": "tests/broker/cluster/test_clients.py::"
                              "test_kafka_leader_election_moves_leadership_back_to_the_preferred_replica",
