@@ -35,7 +35,7 @@ _SINK_URI_LINE = re.compile(r"^# Sink URI: (\S+)", re.MULTILINE)
 def test_every_example_kind_is_there() -> None:
     assert {p.stem for p in CHANGEFEEDS} >= {"quickstart", "dispatch-rules", "filters",
                                               "large-messages-handle-key-only", "large-messages-claim-check"}
-    assert {p.stem for p in PIPELINES} >= {"scd1", "scd2"}
+    assert {p.stem for p in PIPELINES} >= {"scd1", "scd2", "catalog-target"}
     assert len(BROKERS) == 5
 
 
@@ -79,6 +79,10 @@ def test_pipeline_config_loads(path: Path) -> None:
     assert config.scd_type == (2 if path.stem == "scd2" else 1)
     if path.stem == "renamed-targets":
         assert config.table_path("shop", "acct") == "/var/lib/lakefeed/delta/crm/accounts"
+    if path.stem == "catalog-target":
+        assert config.target_path is None and config.catalog_target is not None
+        assert config.target_name("shop", "orders") == ("lake", "orders")
+        assert config.target_name("shop", "audit_log") == ("ops", "audit_log")
 
 
 @pytest.mark.parametrize("path", BROKERS, ids=lambda p: p.name)
