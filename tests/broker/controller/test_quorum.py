@@ -39,6 +39,16 @@ class Sim:
         return next(q for v, q in self.nodes.items() if v not in self.down and q.is_active)
 
 
+def _registered(*brokers: int) -> Sim:
+    """A settled quorum with `brokers` registered."""
+    sim = Sim()
+    sim.run(400)
+    for b in brokers:
+        sim.active().register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(20)
+    return sim
+
+
 def test_brokers_fenced_after_session_timeout_and_leaders_move() -> None:
     sim = Sim()
     sim.run(400)
@@ -108,12 +118,8 @@ def test_config_changes_replicate_and_bad_resources_are_named() -> None:
 
 
 def test_explicit_assignment_is_checked_and_kept() -> None:
-    sim = Sim()
-    sim.run(400)
+    sim = _registered(1, 2, 3)
     ctl = sim.active()
-    for b in (1, 2, 3):
-        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
-    sim.run(20)
     with pytest.raises(InvalidReplicaAssignment, match="unknown brokers"):
         ctl.create_topic("bad", 1, -1, "id-bad", assignment=[[1, 7]])
     with pytest.raises(InvalidReplicaAssignment, match="twice"):
@@ -127,12 +133,8 @@ def test_explicit_assignment_is_checked_and_kept() -> None:
 
 
 def test_shutdown_moves_leadership_and_registering_again_brings_back_an_offline_partition() -> None:
-    sim = Sim()
-    sim.run(400)
+    sim = _registered(1, 2)
     ctl = sim.active()
-    for b in (1, 2):
-        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
-    sim.run(20)
     ctl.create_topic("solo", 1, -1, "id-solo", assignment=[[2]])
     ctl.create_topic("pair", 1, -1, "id-pair", assignment=[[2, 1]])
     sim.run(50)
@@ -150,12 +152,8 @@ def test_shutdown_moves_leadership_and_registering_again_brings_back_an_offline_
 
 
 def test_alter_partition_from_a_stale_leader_is_refused() -> None:
-    sim = Sim()
-    sim.run(400)
+    sim = _registered(1, 2, 3)
     ctl = sim.active()
-    for b in (1, 2, 3):
-        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
-    sim.run(20)
     ctl.create_topic("t", 1, -1, "id-t", assignment=[[1, 2, 3]])
     sim.run(50)
     sim.active().alter_partition("t", 0, 1, 0, (1, 2))
