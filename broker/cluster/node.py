@@ -125,13 +125,16 @@ class ClusterNode:
             batch: list[tuple[int, dict[str, Any]]] = []
             try:
                 batch = await self._committed_records()
+                changed = False
                 for index, data in batch:
                     record = r.from_dict(data)
                     self.meta.apply(record)
                     self.meta_index = index
+                    # Heartbeats are most of the log and change no role: no reconcile for them.
+                    changed |= not isinstance(record, r.BrokerHeartbeat)
                     if isinstance(record, r.DeleteTopic):
                         self._forget_topic(record.name)
-                if batch:
+                if changed:
                     self._reconcile()
                 if self._registered_at is not None and self.meta_index >= self._registered_at:
                     self.ready.set()

@@ -15,7 +15,6 @@ from broker.replication.errors import (
     NotEnoughReplicas,
     NotEnoughReplicasAfterAppend,
     NotLeaderOrFollower,
-    ReplicationError,
 )
 from broker.replication.partition import PartitionReplication
 from broker.replication.purgatory import Delayed, Purgatory
@@ -89,11 +88,9 @@ class ReplicaManager:
         """A future done when the ISR holds everything below `end_offset` (acks=all)."""
         repl = self.leader(tp)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        op = Delayed((tp,), now_ms() + timeout_ms, lambda: repl.acks_all_satisfied(end_offset), future)
-        if self.purgatory.try_complete_else_watch(op):
-            self._settle(repl, end_offset, future)
-        else:
-            op.ready = lambda: _check(repl, end_offset, future)
+        self.purgatory.try_complete_else_watch(
+            Delayed((tp,), now_ms() + timeout_ms, lambda: _check(repl, end_offset, future), future)
+        )
         return future
 
     def _complete(self, tp: TopicPartition) -> None:
@@ -120,23 +117,15 @@ class ReplicaManager:
                 if not op.payload.done():
                     op.payload.set_exception(error)
 
-    def _settle(self, repl: PartitionReplication, end_offset: int, future: asyncio.Future[None]) -> None:
-        try:
-            repl.acks_all_done(end_offset)
-            future.set_result(None)
-        except ReplicationError as exc:
-            future.set_exception(exc)
-
 
 def _check(repl: PartitionReplication, end_offset: int, future: asyncio.Future[None]) -> bool:
-    """`ready` of a parked acks=all produce: settles its future when the HW passed it."""
-    if not repl.acks_all_satisfied(end_offset):
-        return False
-    if not future.done():
-        if len(repl.isr) < repl.min_insync_replicas:
-            future.set_exception(NotEnoughReplicasAfterAppend(
-                f"written, but the ISR {list(repl.isr)} shrank below min.insync.replicas={repl.min_insync_replicas}"
-            ))
-        else:
+    """`ready` of a parked acks=all produce: settles its future once the HW passed it."""
+    try:
+        if not repl.acks_all_done(end_offset):
+            return False
+        if not future.done():
             future.set_result(None)
+    except NotEnoughReplicasAfterAppend as exc:
+        if not future.done():
+            future.set_exception(exc)
     return True

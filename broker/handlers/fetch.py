@@ -69,7 +69,7 @@ def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica
                 state.cluster.replicas.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
 
 
-def _diverging(state: BrokerState, topic: str, plog: Any, part: Any) -> Any:
+def _diverging(plog: Any, part: Any) -> Any:
     last_epoch = getattr(part, "last_fetched_epoch", -1)
     return diverging_epoch(epoch_cache(plog), plog.log_end_offset, last_epoch, part.fetch_offset)
 
@@ -102,7 +102,7 @@ def _collect(
                 plog = state.log(topic, part.partition)
                 high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
                 if replica_id >= 0 and state.cluster is not None:
-                    diverging = _diverging(state, topic.name, plog, part)
+                    diverging = _diverging(plog, part)
                     if diverging is not None:
                         errors = True  # answer now: the follower truncates before fetching on
                         raise _Diverged()
