@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -78,24 +81,45 @@ async def _serve(config: BrokerConfig) -> int:
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)  # from here on, also while waiting to join the cluster
     try:
         if node is not None:
             await node.start()
             log.info("joining the cluster: waiting for the controller quorum and the metadata")
-            await node.ready.wait()
-        await server.start()
+            await _first_of(node.ready.wait(), stop.wait())
+        if not stop.is_set():
+            await server.start()
     except OSError as exc:
         click.echo(f"error: cannot listen on {config.get('listeners')} or the controller port: {exc}", err=True)
+        if node is not None:
+            await node.close()
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    # A second SIGTERM/Ctrl-C means "now": exit without the clean-shutdown markers; the next start
+    # recovers the logs as after a crash, so nothing acknowledged is lost.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _exit_now)
+    log.info("stopping")
     if node is not None:
         await node.close()  # controlled shutdown: leaderships move before the port closes
     await server.close()  # closes the store: flush, clean-shutdown markers
     return 0
+
+
+async def _first_of(*waits: Coroutine[Any, Any, Any]) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+
+
+def _exit_now() -> None:
+    log.warning("second stop signal: exiting without a clean shutdown (the next start recovers the logs)")
+    logging.shutdown()
+    os._exit(1)
 
 
 @main.command("dev-cluster")

@@ -25,6 +25,7 @@ from broker.log_store import LogStore
 from broker.protocol.apis import API_VERSIONS_KEY
 from broker.protocol.errors import FrameError
 from broker.protocol.framing import Connection, RequestReceived, UnsupportedRequest, encode_response
+from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
 
 log = logging.getLogger("broker.server")
@@ -74,11 +75,7 @@ class BrokerServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(list(self._tasks), 5.0, "broker shutdown")
         self.state.store.close()
         log.info("stopped")
 

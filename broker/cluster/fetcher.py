@@ -10,7 +10,6 @@ ends on both sides and fetch again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import itertools
 import logging
@@ -31,6 +30,7 @@ from broker.log_store import PartitionLog
 from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request
 from broker.replication.leader_epochs import epoch_cache
+from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.cluster")
 _FETCH_KEY, _FETCH_VERSION = 1, 12
@@ -51,19 +51,19 @@ class LeaderFetcher:
         self.partitions: dict[TopicPartition, int] = {}  # -> the leader epoch we follow
         self._correlation = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
 
     def start(self) -> None:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        self._stopped = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await cancel_and_wait([self._task], 2.0, f"fetcher from broker {self.leader_id}")
 
     async def _run(self) -> None:
-        while self.partitions:
+        while self.partitions and not self._stopped:
             target = self.address()
             if target is None:
                 await asyncio.sleep(0.2)
@@ -74,7 +74,7 @@ class LeaderFetcher:
                 await asyncio.sleep(0.2)
                 continue
             try:
-                while self.partitions:
+                while self.partitions and not self._stopped:
                     await self._fetch_once(reader, writer)
             except (OSError, TimeoutError, asyncio.IncompleteReadError, ConnectionError) as exc:
                 log.info("follower fetch from broker %s failed: %s; reconnecting", self.leader_id, exc)

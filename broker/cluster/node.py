@@ -8,6 +8,7 @@ import contextlib
 import functools
 import logging
 import uuid
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
@@ -19,6 +20,7 @@ from broker.controller import records as r
 from broker.controller.state import MetadataState, PartitionInfo, TopicInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
 from broker.handlers.context import BrokerState
+from broker.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from broker.controller.tcp_node import TcpController
@@ -68,27 +70,39 @@ class ClusterNode:
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
             )
-            self._tasks.append(asyncio.create_task(self.controller.run(self._stop)))
-        self._tasks += [
-            asyncio.create_task(self._heartbeat_loop()),
-            asyncio.create_task(self._metadata_loop()),
-            asyncio.create_task(self._isr_loop()),
-        ]
+            self._spawn(self.controller.run(self._stop))
+        for loop in (self._heartbeat_loop, self._metadata_loop, self._isr_loop):
+            self._spawn(loop())
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.append(task)
+        task.add_done_callback(lambda done: self._tasks.remove(done) if done in self._tasks else None)
 
     async def close(self) -> None:
-        # Controlled shutdown: leaderships move now rather than after a session timeout.
-        with contextlib.suppress(Exception):
-            await self.client.call("shutdown", deadline_s=2.0, broker_id=self.node_id)
+        # Controlled shutdown: leaderships move now rather than after a session timeout. Bounded: with
+        # the whole cluster stopping there may be no controller left to answer.
+        log.info("controlled shutdown: handing over leaderships", extra={"node": self.node_id})
+        try:
+            await asyncio.wait_for(self._controlled_shutdown(), 5.0)
+            log.info("controlled shutdown: leaderships handed over", extra={"node": self.node_id})
+        except Exception as exc:  # any failure only means leaders move after the session timeout
+            log.warning("controlled shutdown not acknowledged (%s); leaderships move after the session timeout",
+                        exc or type(exc).__name__)
         self._stop.set()
         for fetcher in self.fetchers.values():
             await fetcher.stop()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(list(self._tasks), 5.0, "cluster node shutdown")
         self.client.close()
         self.metadata_client.close()
+
+    async def _controlled_shutdown(self) -> None:
+        # Like Kafka's, done only when the controller's decision is committed and applied here: until
+        # then this broker still leads and serves its partitions.
+        answer = await self.client.call("shutdown", deadline_s=2.0, broker_id=self.node_id)
+        index = int(answer.get("index", 0))
+        while self.meta_index < index:
+            await asyncio.sleep(_METADATA_POLL_S)
 
     # --- broker registration and heartbeats ------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
@@ -98,7 +112,7 @@ class ClusterNode:
         interval = min(self.config.int("broker.heartbeat.interval.ms"),
                        self.config.int("broker.session.timeout.ms") // 3) / 1000
         registered = False
-        while True:
+        while not self._stop.is_set():
             try:
                 if not registered:
                     answer = await self.client.call("register", broker_id=self.node_id, host=listener.host,
@@ -121,7 +135,7 @@ class ClusterNode:
         return [(int(i), d) for i, d in answer["records"]]
 
     async def _metadata_loop(self) -> None:
-        while True:
+        while not self._stop.is_set():
             batch: list[tuple[int, dict[str, Any]]] = []
             try:
                 batch = await self._committed_records()
@@ -189,7 +203,7 @@ class ClusterNode:
         for leader_id, fetcher in list(self.fetchers.items()):
             if not fetcher.partitions:
                 del self.fetchers[leader_id]
-                asyncio.get_running_loop().create_task(fetcher.stop())
+                self._spawn(fetcher.stop())
 
     def _follow(self, tp: TopicPartition, part: PartitionInfo) -> None:
         for leader_id, other in self.fetchers.items():
@@ -216,7 +230,7 @@ class ClusterNode:
 
     # --- ISR maintenance (leader side) --------------------------------------------------------------
     async def _isr_loop(self) -> None:
-        while True:
+        while not self._stop.is_set():
             await asyncio.sleep(_ISR_CHECK_S)
             self.replicas.expire()
             now = now_ms()
@@ -225,7 +239,7 @@ class ClusterNode:
                 if wanted is None or tp in self._isr_in_flight:
                     continue
                 self._isr_in_flight.add(tp)
-                asyncio.get_running_loop().create_task(self._alter_isr(tp, repl.leader_epoch, wanted))
+                self._spawn(self._alter_isr(tp, repl.leader_epoch, wanted))
 
     async def _alter_isr(self, tp: TopicPartition, epoch: int, isr: tuple[int, ...]) -> None:
         try:
@@ -293,7 +307,7 @@ class ClusterNode:
             return False
         if name not in self._creating:
             self._creating.add(name)
-            asyncio.get_running_loop().create_task(self._create_in_background(name))
+            self._spawn(self._create_in_background(name))
         return True
 
     async def _create_in_background(self, name: str) -> None:

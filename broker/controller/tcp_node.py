@@ -28,6 +28,7 @@ from broker.controller.quorum import QuorumController
 from broker.controller.raft import Outgoing
 from broker.controller.raft_storage import FileStorage
 from broker.controller.wire import decode, encode
+from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.controller")
 
@@ -51,6 +52,7 @@ class TcpController:
         self.committed = asyncio.Event()
         self._seen_commit = 0
         self._connecting: set[int] = set()
+        self._connections: set[asyncio.Task[Any]] = set()
 
     def now_ms(self) -> int:
         # Wall clock, not a per-process monotonic one: heartbeat times in the metadata log are
@@ -83,6 +85,9 @@ class TcpController:
             self._connecting.discard(peer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
         try:
             while line := await reader.readline():
                 if line.startswith(b'{"op"'):
@@ -91,8 +96,11 @@ class TcpController:
                 self._send(self.ctl.receive(decode(line)))
         except (OSError, ValueError) as e:
             log.warning("connection dropped: %s", e)
+        except asyncio.CancelledError:
+            pass  # run() is ending; ending normally keeps asyncio from logging the cancellation as an error
         finally:
             writer.close()
+            self._connections.discard(task)
 
     def _admin(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req.get("op")
@@ -141,12 +149,17 @@ class TcpController:
         host, port = self.voters[self.node_id]
         server = await asyncio.start_server(self._serve, host, port)
         log.info("controller %s listening on %s:%s", self.node_id, host, port)
-        async with server:
-            while not stop.is_set():
-                self._send(self.ctl.tick(self.now_ms()))
-                # Messages are handled as they arrive; the tick only drives timers (heartbeats every
-                # tens of ms, elections after a second), so a coarse period keeps an idle node idle.
-                await asyncio.sleep(self.tick_s)
+        try:
+            async with server:
+                while not stop.is_set():
+                    self._send(self.ctl.tick(self.now_ms()))
+                    # Messages are handled as they arrive; the tick only drives timers (heartbeats every
+                    # tens of ms, elections after a second), so a coarse period keeps an idle node idle.
+                    await asyncio.sleep(self.tick_s)
+        finally:
+            for writer in self._peers.values():
+                writer.close()
+            await cancel_and_wait(list(self._connections), 2.0, f"controller {self.node_id} shutdown")
 
 
 @click.command()
