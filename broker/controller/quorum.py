@@ -13,6 +13,7 @@ from typing import Any
 from broker.controller import records as r
 from broker.controller.election import alter_isr, on_broker_fenced, on_broker_unfenced, preferred_leader_changes
 from broker.controller.errors import InvalidReplicaAssignment, NotController, TopicExists, UnknownTopic
+from broker.controller.heartbeats import BrokerHeartbeats
 from broker.controller.placement import assign_replicas
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
 from broker.controller.state import MetadataState
@@ -38,6 +39,7 @@ class QuorumController:
         self.unclean = unclean_leader_election
         self.now_ms = 0
         self._active_since_ms: int | None = None
+        self.heartbeats = BrokerHeartbeats()
 
     @property
     def is_active(self) -> bool:
@@ -55,6 +57,7 @@ class QuorumController:
         if self.is_active:
             if self._active_since_ms is None:
                 self._active_since_ms = now_ms
+                self.heartbeats.reset(now_ms)
             out += self._maintain()
         else:
             self._active_since_ms = None
@@ -70,12 +73,13 @@ class QuorumController:
 
     def _maintain(self) -> list[Outgoing]:
         # A new active controller gives brokers one session to heartbeat before fencing them,
-        # since heartbeats sent to the previous controller never reached the log.
+        # since heartbeats live in the memory of the controller they were sent to.
         assert self._active_since_ms is not None
         if not self._settled() or self.now_ms - self._active_since_ms < self.session_timeout_ms:
             return []
         proposals: list[r.Record] = []
-        for broker_id in self.state.expired_brokers(self.now_ms, self.session_timeout_ms):
+        live = [b.broker_id for b in self.state.live_brokers()]
+        for broker_id in self.heartbeats.expired(live, self.now_ms, self.session_timeout_ms):
             proposals.append(r.FenceBroker(broker_id))
             proposals += on_broker_fenced(self.state, broker_id, self.unclean)
             break  # one broker per round: the next round sees the first one's changes applied
@@ -94,15 +98,14 @@ class QuorumController:
             raise NotController(f"this node is not the active controller; try node {e.leader}") from e
 
     def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str) -> int:
-        recs: list[r.Record] = [
-            r.RegisterBroker(broker_id, host, port, rack, incarnation),
-            r.BrokerHeartbeat(broker_id, self.now_ms),
-        ]
+        recs: list[r.Record] = [r.RegisterBroker(broker_id, host, port, rack, incarnation)]
         known = self.state.brokers.get(broker_id)
         if known is not None and known.fenced:
             # Registering unfences; offline partitions whose last ISR member this is get it back as leader.
             recs += on_broker_unfenced(self.state, broker_id)
-        return self._propose(recs)
+        index = self._propose(recs)
+        self.heartbeats.touch(broker_id, self.now_ms)
+        return index
 
     def shutdown_broker(self, broker_id: int) -> int:
         """Controlled shutdown: fence the broker now and move its leaderships, instead of waiting a session."""
@@ -117,11 +120,14 @@ class QuorumController:
         return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, isr)])
 
     def heartbeat(self, broker_id: int) -> int:
-        recs: list[r.Record] = [r.BrokerHeartbeat(broker_id, self.now_ms)]
+        """Noted in memory; only unfencing a fenced broker is proposed to the log."""
+        if not self.is_active:
+            raise NotController(f"this node is not the active controller; try node {self.raft.leader}")
+        self.heartbeats.touch(broker_id, self.now_ms)
         b = self.state.brokers.get(broker_id)
         if b is not None and b.fenced and self._settled():
-            recs += [r.UnfenceBroker(broker_id), *on_broker_unfenced(self.state, broker_id)]
-        return self._propose(recs)
+            return self._propose([r.UnfenceBroker(broker_id), *on_broker_unfenced(self.state, broker_id)])
+        return self.raft.commit_index
 
     def create_topic(
         self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None,

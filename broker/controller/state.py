@@ -97,14 +97,6 @@ class MetadataState:
     def live_brokers(self) -> list[BrokerInfo]:
         return sorted((b for b in self.brokers.values() if not b.fenced), key=lambda b: b.broker_id)
 
-    def expired_brokers(self, now_ms: int, session_timeout_ms: int) -> list[int]:
-        """Unfenced brokers whose last heartbeat is older than the session timeout."""
-        return sorted(
-            b.broker_id
-            for b in self.brokers.values()
-            if not b.fenced and now_ms - b.last_heartbeat_ms > session_timeout_ms
-        )
-
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         t = self.topics.get(topic)
         if t is None or not 0 <= partition < len(t.partitions):

@@ -73,6 +73,21 @@ def test_brokers_fenced_after_session_timeout_and_leaders_move() -> None:
         assert p.leader in (1, 2) and 3 not in p.isr
 
 
+def test_heartbeats_stay_out_of_the_metadata_log() -> None:
+    sim = _registered(1, 2)
+    length = sim.active().raft.last_index
+    for _ in range(50):  # far more heartbeats than sessions: they keep both brokers unfenced...
+        sim.active().heartbeat(1)
+        sim.active().heartbeat(2)
+        sim.run(50)
+    state = sim.active().state
+    assert not state.brokers[1].fenced and not state.brokers[2].fenced
+    assert sim.active().raft.last_index == length  # ...and add nothing to the replicated log
+    follower = next(q for q in sim.nodes.values() if not q.is_active)
+    with pytest.raises(NotController):
+        follower.heartbeat(1)
+
+
 def test_controller_failover_keeps_metadata() -> None:
     sim = Sim()
     sim.run(400)

@@ -12,6 +12,7 @@ from broker.controller.election import (
     preferred_leader_changes,
 )
 from broker.controller.errors import InvalidReplicationFactor, StaleEpoch
+from broker.controller.heartbeats import BrokerHeartbeats
 from broker.controller.placement import assign_replicas
 from broker.controller.state import MetadataState, replay
 
@@ -116,11 +117,16 @@ def test_preferred_leader_election_moves_leadership_back() -> None:
     assert q is not None and q.leader == p.replicas[0]
 
 
-def test_session_timeout_finds_expired_brokers() -> None:
-    s = cluster(3)
-    s.apply(r.BrokerHeartbeat(1, 9000))
-    s.apply(r.BrokerHeartbeat(2, 9000))
-    assert s.expired_brokers(now_ms=10_000, session_timeout_ms=6000) == [3]
+def test_heartbeats_find_expired_brokers_and_a_new_term_gives_everyone_a_session() -> None:
+    beats = BrokerHeartbeats()
+    beats.reset(now_ms=0)
+    beats.touch(1, 9000)
+    beats.touch(2, 9000)
+    beats.touch(2, 4000)  # a late, older heartbeat never moves the time back
+    assert beats.expired([1, 2, 3], now_ms=10_000, session_timeout_ms=6000) == [3]
+    assert beats.expired([1, 2, 3], now_ms=15_001, session_timeout_ms=6000) == [1, 2, 3]
+    beats.reset(now_ms=15_000)
+    assert beats.expired([1, 2, 3], now_ms=20_000, session_timeout_ms=6000) == []
 
 
 def test_records_round_trip_and_bad_kind_is_named() -> None:
