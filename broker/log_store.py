@@ -70,6 +70,8 @@ class PartitionLog(Protocol):
     def max_timestamp(self) -> TimestampOffset | None: ...
     def delete_records_before(self, offset: int) -> int: ...
     def truncate_to(self, offset: int) -> None: ...
+    def restart_at(self, offset: int) -> None:
+        """Drop every record and continue at `offset` (a follower behind the leader's log start)."""
     def close(self) -> None: ...
 
 
@@ -176,6 +178,11 @@ class MemoryPartitionLog:
             self._batches.pop()
             self._bases.pop()
         self._end = min(self._end, offset)
+
+    def restart_at(self, offset: int) -> None:
+        self._batches.clear()
+        self._bases.clear()
+        self._start = self._end = offset
 
     def close(self) -> None:
         pass

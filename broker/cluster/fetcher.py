@@ -130,9 +130,17 @@ class LeaderFetcher:
         if topic is None:
             return True
         plog = self.state.log(topic, tp[1])
-        if part.error_code == ErrorCode.offset_out_of_range and plog.log_end_offset > part.high_watermark >= 0:
-            self._truncate(tp, plog, int(part.high_watermark))
-            return False
+        if part.error_code == ErrorCode.offset_out_of_range:
+            if plog.log_end_offset < part.log_start_offset:  # retention or DeleteRecords on the leader passed us
+                log.warning("%s-%s: our log ends at %d, before the leader's log start %d; restarting it there",
+                            tp[0], tp[1], plog.log_end_offset, part.log_start_offset)
+                plog.restart_at(int(part.log_start_offset))
+                if isinstance(plog, ProducerStateLog):
+                    self.state.producers.restore(tp[0], tp[1], plog.producers.entries.values())
+                return False
+            if plog.log_end_offset > part.high_watermark >= 0:
+                self._truncate(tp, plog, int(part.high_watermark))
+                return False
         if part.error_code != ErrorCode.none:
             return True  # not (yet) the leader as we think, or fenced: the next metadata update fixes it
         diverging = part.diverging_epoch
@@ -143,7 +151,10 @@ class LeaderFetcher:
             return False
         if part.records:
             self._append(tp, plog, bytes(part.records))
-        self.replicas.follower_hw[tp] = min(int(part.high_watermark), plog.log_end_offset)
+        high = self.replicas.follower_hw[tp] = min(int(part.high_watermark), plog.log_end_offset)
+        # The leader's log start (DeleteRecords, retention) moves ours too, never past what is committed.
+        if min(int(part.log_start_offset), high) > plog.log_start_offset:
+            plog.delete_records_before(min(int(part.log_start_offset), high))
         return False
 
     def _append(self, tp: TopicPartition, plog: PartitionLog, data: bytes) -> None:
@@ -151,6 +162,10 @@ class LeaderFetcher:
         for header in records.iter_batches(view):
             if header.base_offset + header.last_offset_delta < plog.log_end_offset:
                 continue  # already have it
+            if header.base_offset < plog.log_end_offset == plog.log_start_offset:
+                # Our log is empty, restarted at the leader's log start, which falls inside this batch: hold the
+                # whole batch, as the leader does (our log start moves to the leader's right after).
+                plog.restart_at(header.base_offset)
             if header.base_offset != plog.log_end_offset:
                 log.warning("%s-%s: leader sent offset %d, our log ends at %d; refetching",
                             tp[0], tp[1], header.base_offset, plog.log_end_offset)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
 from broker.cluster.fetcher import LeaderFetcher
+from broker.cluster.producer_ids import ProducerIdBlocks
 from broker.cluster.replicas import ReplicaManager, TopicPartition, now_ms
 from broker.cluster.topic_sync import sync_topic
 from broker.config import BrokerConfig, ConfigError, parse_voters
@@ -46,6 +47,7 @@ class ClusterNode:
         self.metadata_client = ControllerClient(self.voters)
         self.meta = MetadataState()
         self.meta_index = 0
+        self.producer_ids = ProducerIdBlocks(self.node_id, self.client, lambda: (self.meta_index, self.meta))
         self.replicas = ReplicaManager(self.node_id)
         self.fetchers: dict[int, LeaderFetcher] = {}
         self.controller: TcpController | None = None

@@ -16,7 +16,7 @@ from broker.controller.errors import InvalidReplicaAssignment, NotController, To
 from broker.controller.heartbeats import BrokerHeartbeats
 from broker.controller.placement import assign_replicas
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
-from broker.controller.state import MetadataState
+from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE, MetadataState
 
 
 class QuorumController:
@@ -128,6 +128,14 @@ class QuorumController:
         if b is not None and b.fenced and self._settled():
             return self._propose([r.UnfenceBroker(broker_id), *on_broker_unfenced(self.state, broker_id)])
         return self.raft.commit_index
+
+    def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
+        """A block of producer ids for `broker_id`: (Raft index to wait for, first id). Only once every earlier
+        record is applied, so two blocks can never overlap (a refusal is retried by the broker)."""
+        if not self.is_active or not self._settled():
+            raise NotController(f"this node cannot allocate producer ids now; try node {self.raft.leader}")
+        first = self.state.next_producer_id
+        return self._propose([r.ProducerIdsBlock(broker_id, first, PRODUCER_IDS_BLOCK_SIZE)]), first
 
     def create_topic(
         self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None,

@@ -77,6 +77,17 @@ class ConfigChange:
     value: str | None  # None deletes the key
 
 
+@dataclass(frozen=True)
+class ProducerIdsBlock:
+    """Producer ids `first_id` .. `first_id + size - 1` given to one broker (Kafka's AllocateProducerIds), so
+    no two brokers ever hand the same id to two idempotent producers."""
+
+    kind: ClassVar[str] = "producer_ids"
+    broker_id: int
+    first_id: int
+    size: int
+
+
 Record = (
     RegisterBroker
     | BrokerHeartbeat
@@ -86,6 +97,7 @@ Record = (
     | DeleteTopic
     | PartitionChange
     | ConfigChange
+    | ProducerIdsBlock
 )
 
 _KINDS: dict[str, type[Any]] = {
@@ -99,6 +111,7 @@ _KINDS: dict[str, type[Any]] = {
         DeleteTopic,
         PartitionChange,
         ConfigChange,
+        ProducerIdsBlock,
     )
 }
 

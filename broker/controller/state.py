@@ -12,6 +12,9 @@ from dataclasses import dataclass, field, replace
 
 from broker.controller import records as r
 
+FIRST_PRODUCER_ID = 1000  # as a single-node broker starts, so ids read the same on both
+PRODUCER_IDS_BLOCK_SIZE = 1000  # Kafka's block size
+
 
 @dataclass(frozen=True)
 class BrokerInfo:
@@ -47,6 +50,8 @@ class MetadataState:
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     applied: int = 0  # number of records applied; the "metadata offset" brokers report
+    next_producer_id: int = FIRST_PRODUCER_ID
+    producer_id_blocks: dict[int, int] = field(default_factory=dict)  # broker id -> first id of its latest block
 
     def apply(self, record: r.Record) -> None:
         self.applied += 1
@@ -75,6 +80,9 @@ class MetadataState:
             self.configs.pop(f"topic:{record.name}", None)
         elif isinstance(record, r.PartitionChange):
             self._apply_partition_change(record)
+        elif isinstance(record, r.ProducerIdsBlock):
+            self.next_producer_id = max(self.next_producer_id, record.first_id + record.size)
+            self.producer_id_blocks[record.broker_id] = record.first_id
         elif isinstance(record, r.ConfigChange):
             entries = self.configs.setdefault(record.resource, {})
             if record.value is None:
@@ -109,6 +117,7 @@ class MetadataState:
             tuple(sorted(self.brokers.items())),
             tuple(sorted(self.topics.items())),
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.configs.items())),
+            self.next_producer_id,
         )
 
 

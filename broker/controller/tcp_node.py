@@ -131,6 +131,10 @@ class TcpController:
                 )
             elif op == "shutdown":
                 idx = self.ctl.shutdown_broker(req["broker_id"])
+            elif op == "allocate_producer_ids":
+                idx, first = self.ctl.allocate_producer_ids(req["broker_id"])
+                self._send(self.ctl.raft.flush())
+                return {"ok": True, "index": idx, "first_id": first}
             elif op == "elect_preferred_leaders":
                 wanted = req.get("partitions")
                 idx = self.ctl.elect_preferred_leaders([(t, int(p)) for t, p in wanted] if wanted is not None else None)

@@ -89,7 +89,10 @@ class ProducerStateManager:
         self._block_end = end
 
     def restore(self, topic: str, partition: int, producers: Iterable[PersistedProducer]) -> None:
-        """Seed one partition's state from what its log persisted (after a restart)."""
+        """Set one partition's state to what its log persisted (after a restart or a truncation): producers
+        known only from records that are gone are forgotten."""
+        for key in [key for key in self._entries if key[1] == topic and key[2] == partition]:
+            del self._entries[key]
         for entry in producers:
             state = _Entry(entry.epoch)
             state.batches.append(BatchMetadata(UNKNOWN_SEQUENCE, entry.last_sequence, UNKNOWN_SEQUENCE,

@@ -280,6 +280,20 @@ class DiskPartitionLog:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._checkpoint()
 
+    def restart_at(self, offset: int) -> None:
+        """Drop every record and continue at `offset` (Kafka's truncateFullyAndStartAt): a follower whose
+        log ends before the leader's log start can never fetch the records in between."""
+        for segment in self._segments:
+            segment.delete()
+        for snapshot in self.directory.glob("*.snapshot"):
+            snapshot.unlink()  # producer state of records that are gone
+        self._segments = [Segment(self.directory, offset, self.config.index_interval_bytes)]
+        self._start = offset
+        self._epochs = []
+        self.producers = self._load_producers()
+        self.recovery_point = offset
+        self._checkpoint()
+
     def close(self) -> None:
         if self._closed:
             return  # callers may close through the handler and again through the store

@@ -88,6 +88,23 @@ def test_heartbeats_stay_out_of_the_metadata_log() -> None:
         follower.heartbeat(1)
 
 
+def test_producer_id_blocks_are_disjoint_and_survive_failover() -> None:
+    sim = _registered(1, 2)
+    ctl = sim.active()
+    _, first = ctl.allocate_producer_ids(1)
+    with pytest.raises(NotController):  # the first block is not applied yet: a second could overlap it
+        ctl.allocate_producer_ids(2)
+    sim.run(20)
+    _, second = ctl.allocate_producer_ids(2)
+    sim.run(20)
+    assert second == first + 1000 and ctl.state.producer_id_blocks == {1: first, 2: second}
+    sim.down.add(ctl.raft.id)
+    sim.run(700)
+    new = sim.active()
+    _, third = new.allocate_producer_ids(1)
+    assert third == second + 1000
+
+
 def test_controller_failover_keeps_metadata() -> None:
     sim = Sim()
     sim.run(400)

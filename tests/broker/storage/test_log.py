@@ -96,6 +96,22 @@ def test_truncate_and_delete_records(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_restart_at_drops_everything_and_continues_there(tmp_path: Path) -> None:
+    log = DiskPartitionLog(tmp_path, SMALL)
+    fill(log, 30)  # several segments
+    log.restart_at(500)  # a follower whose log ended before the leader's log start
+    assert (log.log_start_offset, log.log_end_offset, log.leader_epochs) == (500, 500, [])
+    assert log.read(0, 1000).chunks == ()
+    log.append(record_batch([(b"a", b"b")]), leader_epoch=3)
+    assert log.log_end_offset == 501
+    log.close()
+    assert sorted(p.name for p in tmp_path.glob("*.log")) == [f"{500:020d}.log"]
+    reopened = DiskPartitionLog(tmp_path, SMALL)
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (500, 501)
+    assert reopened.leader_epochs == [(3, 500)]
+    reopened.close()
+
+
 def test_retention_by_bytes_and_time_removes_whole_old_segments(tmp_path: Path) -> None:
     log = DiskPartitionLog(tmp_path, StorageConfig(segment_bytes=2000, retention_bytes=4000, retention_ms=-1))
     fill(log, 60)
