@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -74,6 +75,36 @@ def _diverging(plog: Any, part: Any) -> Any:
     return diverging_epoch(epoch_cache(plog), plog.log_end_offset, last_epoch, part.fetch_offset)
 
 
+@dataclass(frozen=True)
+class _PartitionRead:
+    code: ErrorCode = ErrorCode.none
+    data: bytes = b""
+    high: int = -1
+    start: int = -1
+    diverging: Any = None  # a follower's log diverged: answered at once so it truncates before fetching on
+
+
+def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int) -> _PartitionRead:
+    state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
+    plog = state.log(topic, part.partition)
+    high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
+    if replica_id >= 0 and state.cluster is not None:
+        diverging = _diverging(plog, part)
+        if diverging is not None:
+            return _PartitionRead(high=high, start=start, diverging=diverging)
+    if not start <= part.fetch_offset <= plog.log_end_offset:
+        return _PartitionRead(ErrorCode.offset_out_of_range, high=high, start=start)
+    readable = plog.log_end_offset if replica_id >= 0 else high
+    if part.fetch_offset >= readable:
+        return _PartitionRead(high=high, start=start)
+    # Always return at least the first batch so oversized batches still flow.
+    result = plog.read(part.fetch_offset, max(min(part.partition_max_bytes, budget), 1))
+    data = _read_chunks(result.chunks)
+    if readable < plog.log_end_offset:
+        data = _below(data, readable)
+    return _PartitionRead(data=data, high=high, start=start)
+
+
 def _collect(
     state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int = -1
 ) -> tuple[list[Any], int, bool]:
@@ -94,59 +125,32 @@ def _collect(
         topic = state.topics.get(name) if name is not None else None
         answers = []
         for part in wanted.partitions:
-            code, data, high, start, diverging = ErrorCode.none, b"", -1, -1, None
             try:
                 if topic is None:
                     raise KafkaApiError(missing, f"fetch from unknown topic {name or wanted.topic_id}")
-                state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
-                plog = state.log(topic, part.partition)
-                high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
-                if replica_id >= 0 and state.cluster is not None:
-                    diverging = _diverging(plog, part)
-                    if diverging is not None:
-                        errors = True  # answer now: the follower truncates before fetching on
-                        raise _Diverged()
-                if not start <= part.fetch_offset <= plog.log_end_offset:
-                    raise KafkaApiError(
-                        ErrorCode.offset_out_of_range,
-                        f"offset {part.fetch_offset} is outside {start}..{plog.log_end_offset}",
-                    )
-                readable = plog.log_end_offset if replica_id >= 0 else high
-                if part.fetch_offset < readable:
-                    limit = min(part.partition_max_bytes, budget - total)
-                    # Always return at least the first batch so oversized batches still flow.
-                    result = plog.read(part.fetch_offset, max(limit, 1))
-                    data = _read_chunks(result.chunks)
-                    if readable < plog.log_end_offset:
-                        data = _below(data, readable)
-                    total += len(data)
-            except _Diverged:
-                pass
+                read = _read_partition(state, topic, part, replica_id, budget - total)
             except KafkaApiError as exc:
-                code = exc.code
-                errors = True
+                read = _PartitionRead(code=exc.code)
+            errors |= read.code != ErrorCode.none or read.diverging is not None
+            total += len(read.data)
             answers.append(
                 build(
                     partition_cls,
                     partition_index=part.partition,
-                    error_code=code,
-                    high_watermark=high,
-                    last_stable_offset=high,
-                    log_start_offset=start,
+                    error_code=read.code,
+                    high_watermark=read.high,
+                    last_stable_offset=read.high,
+                    log_start_offset=read.start,
                     aborted_transactions=None,
                     preferred_read_replica=-1,
-                    records=data,
-                    **_diverging_field(partition_cls, diverging),
+                    records=read.data,
+                    **_diverging_field(partition_cls, read.diverging),
                 )
             )
         topics.append(
             build(topic_cls, topic=name or "", topic_id=getattr(wanted, "topic_id", None), partitions=tuple(answers))
         )
     return topics, total, errors
-
-
-class _Diverged(Exception):
-    pass
 
 
 def _diverging_field(partition_cls: Any, diverging: Any) -> dict[str, Any]:
