@@ -3,9 +3,11 @@
 `RaftNode` never touches sockets or clocks: callers feed it messages (`receive`) and time
 (`tick(now_ms)`), and it returns the messages to send. Persistence goes through `RaftStorage`
 (term, vote and log entries are saved before any message that depends on them leaves the node).
-Implements leader election with randomised timeouts, log replication with the log-matching
-check, commit only of entries from the leader's current term once a majority stores them, and
-step-down on any higher term.
+Implements leader election with randomised timeouts and a pre-vote round (Raft thesis 9.6: a node
+asks "would you vote for me?" before raising its term, so a voter that was paused or cut off cannot
+depose a healthy leader when it comes back), log replication with the log-matching check, commit
+only of entries from the leader's current term once a majority stores them, and step-down on any
+higher term.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class RequestVote:
     candidate: int
     last_log_index: int
     last_log_term: int
+    pre_vote: bool = False  # `term` is the one the candidate would use; nobody's term changes
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ class VoteReply:
     term: int
     voter: int
     granted: bool
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class RaftNode:
         self._now = 0
         self._deadline = 0
         self._votes: set[int] = set()
+        self._pre_votes: set[int] | None = None  # granted pre-votes while a pre-vote round is open
+        self._leader_contact = -(10**9)  # when a leader's AppendEntries last arrived
         self.next_index: dict[int, int] = {}
         self.match_index: dict[int, int] = {}
         self._last_sent: dict[int, int] = {}
@@ -160,6 +166,7 @@ class RaftNode:
             self.storage.save_state(self.term, self.voted_for)
         self.role = FOLLOWER
         self.leader = leader
+        self._pre_votes = None
 
     # --- inputs --------------------------------------------------------------------------------
     def tick(self, now_ms: int) -> list[Outgoing]:
@@ -173,7 +180,7 @@ class RaftNode:
                 or self._sent_upto.get(p, 0) < self.last_index
             ]
         if now_ms >= self._deadline:
-            return self._start_election()
+            return self._start_pre_vote()
         return []
 
     def propose(self, data: Any) -> int:
@@ -193,7 +200,8 @@ class RaftNode:
         return [self._append_for(p) for p in self._peers()]
 
     def receive(self, message: Message) -> list[Outgoing]:
-        if message.term > self.term:
+        hypothetical = isinstance(message, RequestVote) and message.pre_vote
+        if message.term > self.term and not hypothetical:
             self._become_follower(message.term, None)
         if isinstance(message, RequestVote):
             return self._on_request_vote(message)
@@ -210,7 +218,24 @@ class RaftNode:
         return out
 
     # --- elections -----------------------------------------------------------------------------
+    def _start_pre_vote(self) -> list[Outgoing]:
+        self._reset_election_deadline()
+        self._pre_votes = {self.id}
+        if len(self._pre_votes) >= self._majority():
+            return self._start_election()
+        req = RequestVote(self.term + 1, self.id, self.last_index, self.term_at(self.last_index), pre_vote=True)
+        return [Outgoing(p, req) for p in self._peers()]
+
+    def _on_pre_vote(self, m: RequestVote, up_to_date: bool) -> list[Outgoing]:
+        # Refused while this node still hears from a leader: the candidate is the one cut off.
+        leader_alive = self.role == LEADER or (
+            self.leader is not None and self._now - self._leader_contact < self._timeout_range[0]
+        )
+        granted = m.term > self.term and up_to_date and not leader_alive
+        return [Outgoing(m.candidate, VoteReply(self.term, self.id, granted, pre_vote=True))]
+
     def _start_election(self) -> list[Outgoing]:
+        self._pre_votes = None
         self.role = CANDIDATE
         self.term += 1
         self.voted_for = self.id
@@ -225,6 +250,8 @@ class RaftNode:
 
     def _on_request_vote(self, m: RequestVote) -> list[Outgoing]:
         up_to_date = (m.last_log_term, m.last_log_index) >= (self.term_at(self.last_index), self.last_index)
+        if m.pre_vote:
+            return self._on_pre_vote(m, up_to_date)
         granted = m.term == self.term and self.voted_for in (None, m.candidate) and up_to_date
         if granted:
             self.voted_for = m.candidate
@@ -233,6 +260,11 @@ class RaftNode:
         return [Outgoing(m.candidate, VoteReply(self.term, self.id, granted))]
 
     def _on_vote_reply(self, m: VoteReply) -> list[Outgoing]:
+        if m.pre_vote:
+            if self.role == LEADER or self._pre_votes is None or not m.granted:
+                return []
+            self._pre_votes.add(m.voter)
+            return self._start_election() if len(self._pre_votes) >= self._majority() else []
         if self.role != CANDIDATE or m.term != self.term or not m.granted:
             return []
         self._votes.add(m.voter)
@@ -264,6 +296,7 @@ class RaftNode:
         if m.term < self.term:
             return [Outgoing(m.leader, AppendReply(self.term, self.id, False, self.last_index))]
         self._become_follower(m.term, m.leader)
+        self._leader_contact = self._now
         self._reset_election_deadline()
         if m.prev_index > self.last_index or self.term_at(m.prev_index) != m.prev_term:
             hint = min(m.prev_index - 1, self.last_index)

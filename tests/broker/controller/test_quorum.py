@@ -90,6 +90,7 @@ def test_heartbeats_stay_out_of_the_metadata_log() -> None:
 
 def test_producer_id_blocks_are_disjoint_and_survive_failover() -> None:
     sim = _registered(1, 2)
+    sim.run(100)  # every registration applied
     ctl = sim.active()
     _, first = ctl.allocate_producer_ids(1)
     with pytest.raises(NotController):  # the first block is not applied yet: a second could overlap it

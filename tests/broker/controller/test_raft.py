@@ -13,6 +13,7 @@ from broker.controller.raft import (
     NotLeader,
     RaftNode,
     RequestVote,
+    VoteReply,
 )
 from broker.controller.raft_storage import FileStorage
 from broker.controller.simnet import SimNetwork
@@ -64,6 +65,32 @@ def test_vote_requires_up_to_date_log_and_one_vote_per_term() -> None:
     assert not node.receive(RequestVote(2, 2, 1, 1))[0].message.granted  # type: ignore[union-attr]
     assert node.receive(RequestVote(2, 3, 2, 1))[0].message.granted  # type: ignore[union-attr]
     assert not node.receive(RequestVote(2, 2, 5, 1))[0].message.granted  # type: ignore[union-attr]
+
+
+def test_a_node_cut_off_for_long_does_not_depose_the_leader_when_it_returns() -> None:
+    net = SimNetwork([1, 2, 3], seed=4)
+    lead = net.run_until_leader()
+    term = net.nodes[lead].term
+    loner = next(v for v in (1, 2, 3) if v != lead)
+    net.partition({loner}, {1, 2, 3} - {loner})
+    net.step(5000)  # many election timeouts: without pre-vote its term would be far ahead by now
+    assert net.nodes[loner].term == term
+    net.heal()
+    net.step(1000)
+    assert net.leader() == lead and net.nodes[lead].term == term
+    net.nodes[lead].propose("after")
+    net.step(300)
+    assert committed(net, loner) == ["after"]
+
+
+def test_pre_vote_changes_no_term_and_is_refused_while_a_leader_is_heard() -> None:
+    node = RaftNode(1, [1, 2, 3], MemoryStorage(term=3))
+    reply = node.receive(RequestVote(4, 2, 0, 0, pre_vote=True))[0].message
+    assert isinstance(reply, VoteReply) and reply.pre_vote and reply.granted and node.term == 3
+    assert node.voted_for is None  # a pre-vote is no vote
+    node.receive(AppendEntries(3, 3, 0, 0, (), 0))  # node 3 leads term 3 and was just heard
+    reply = node.receive(RequestVote(4, 2, 0, 0, pre_vote=True))[0].message
+    assert isinstance(reply, VoteReply) and not reply.granted and node.term == 3
 
 
 def test_propose_on_follower_names_the_leader() -> None:
