@@ -281,6 +281,20 @@ class ClusterNode:
             await asyncio.sleep(0.02)
         raise ControllerUnavailable(f"topic {name!r} was accepted but did not reach this broker in {timeout_s:.0f} s")
 
+    async def create_partitions(
+        self, name: str, count: int, assignment: list[list[int]] | None, validate_only: bool
+    ) -> None:
+        """The controller validates and places the new partitions; returns once this broker has applied them
+        (their logs exist here and its replica roles for them are set)."""
+        answer = await self.client.call("create_partitions", topic=name, count=count, assignment=assignment,
+                                        validate_only=validate_only)
+        index, loop = int(answer.get("index", 0)), asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while not validate_only and self.meta_index < index:
+            if loop.time() > deadline:
+                raise ControllerUnavailable(f"new partitions of {name!r} were accepted but did not reach this broker")
+            await asyncio.sleep(0.02)
+
     async def delete_topic(self, name: str) -> None:
         await self.client.call("delete_topic", name=name)
         loop = asyncio.get_running_loop()

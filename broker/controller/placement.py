@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from broker.controller.errors import InvalidPartitions, InvalidReplicationFactor
+from broker.controller.errors import InvalidPartitions, InvalidReplicaAssignment, InvalidReplicationFactor
 from broker.controller.state import BrokerInfo
 
 
@@ -47,3 +47,18 @@ def assign_replicas(
         first = (start + p) % n
         out.append(tuple(ring[(first + i) % n] for i in range(replication_factor)))
     return tuple(out)
+
+
+def check_assignment(assignment: Sequence[Sequence[int]], known: set[int]) -> tuple[tuple[int, ...], ...]:
+    """A replica assignment given by the client (CreateTopics/CreatePartitions `assignments`), checked as Kafka
+    does: every partition the same, non-zero number of replicas, no broker twice, only registered brokers."""
+    sizes = {len(replicas) for replicas in assignment}
+    if len(sizes) != 1 or 0 in sizes:
+        raise InvalidReplicaAssignment(f"every partition needs the same, non-zero number of replicas: {assignment}")
+    for replicas in assignment:
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignment(f"replica list {list(replicas)} names a broker twice")
+        unknown = set(replicas) - known
+        if unknown:
+            raise InvalidReplicaAssignment(f"replica list {list(replicas)} names unknown brokers {sorted(unknown)}")
+    return tuple(tuple(replicas) for replicas in assignment)

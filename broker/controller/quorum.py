@@ -12,9 +12,10 @@ from typing import Any
 
 from broker.controller import records as r
 from broker.controller.election import alter_isr, on_broker_fenced, on_broker_unfenced, preferred_leader_changes
-from broker.controller.errors import InvalidReplicaAssignment, NotController, TopicExists, UnknownTopic
+from broker.controller.errors import NotController, TopicExists, UnknownTopic
 from broker.controller.heartbeats import BrokerHeartbeats
-from broker.controller.placement import assign_replicas
+from broker.controller.new_partitions import add_partitions
+from broker.controller.placement import assign_replicas, check_assignment
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
 from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE, MetadataState
 
@@ -144,13 +145,24 @@ class QuorumController:
         if name in self.state.topics:
             raise TopicExists(f"topic {name!r} already exists")
         if assignment:
-            placed = _check_assignment(assignment, set(self.state.brokers))
+            placed = check_assignment(assignment, set(self.state.brokers))
         else:
             placed = assign_replicas(
                 self.state.live_brokers(), partitions, replication_factor, start=len(self.state.topics)
             )
         assignment_ = placed
         return self._propose([r.CreateTopic(name, topic_id, assignment_, tuple(sorted((configs or {}).items())))])
+
+    def create_partitions(
+        self, topic: str, count: int, assignment: list[list[int]] | None = None, validate_only: bool = False
+    ) -> int:
+        """Grow `topic` to `count` partitions (Kafka's CreatePartitions); `validate_only` proposes nothing."""
+        record = add_partitions(self.state, topic, count, assignment)
+        if validate_only:
+            if not self.is_active:  # the answer must come from the state the change would be applied to
+                raise NotController(f"this node is not the active controller; try node {self.raft.leader}")
+            return self.raft.commit_index
+        return self._propose([record])
 
     def delete_topic(self, name: str) -> int:
         if name not in self.state.topics:
@@ -201,16 +213,3 @@ class QuorumController:
             },
         }
 
-
-def _check_assignment(assignment: list[list[int]], known: set[int]) -> tuple[tuple[int, ...], ...]:
-    """A replica assignment given by the client (CreateTopics `assignments`), checked as Kafka does."""
-    sizes = {len(replicas) for replicas in assignment}
-    if len(sizes) != 1 or 0 in sizes:
-        raise InvalidReplicaAssignment(f"every partition needs the same, non-zero number of replicas: {assignment}")
-    for replicas in assignment:
-        if len(set(replicas)) != len(replicas):
-            raise InvalidReplicaAssignment(f"replica list {replicas} names a broker twice")
-        unknown = set(replicas) - known
-        if unknown:
-            raise InvalidReplicaAssignment(f"replica list {replicas} names unknown brokers {sorted(unknown)}")
-    return tuple(tuple(replicas) for replicas in assignment)

@@ -51,6 +51,22 @@ class CreateTopic:
 
 
 @dataclass(frozen=True)
+class AddPartitions:
+    """New partitions `first_partition`, `first_partition + 1`, ... of a topic (Kafka's CreatePartitions).
+
+    The partition number and topic id are in the record so that applying it is exact: a record proposed
+    against an older partition count (two requests racing) or an older incarnation of the topic is ignored.
+    """
+
+    kind: ClassVar[str] = "add_partitions"
+    topic: str
+    topic_id: str
+    first_partition: int
+    assignment: tuple[tuple[int, ...], ...]
+    isr: tuple[tuple[int, ...], ...]  # isr[i] of new partition i; its first entry leads
+
+
+@dataclass(frozen=True)
 class DeleteTopic:
     kind: ClassVar[str] = "delete_topic"
     name: str
@@ -94,6 +110,7 @@ Record = (
     | FenceBroker
     | UnfenceBroker
     | CreateTopic
+    | AddPartitions
     | DeleteTopic
     | PartitionChange
     | ConfigChange
@@ -108,6 +125,7 @@ _KINDS: dict[str, type[Any]] = {
         FenceBroker,
         UnfenceBroker,
         CreateTopic,
+        AddPartitions,
         DeleteTopic,
         PartitionChange,
         ConfigChange,

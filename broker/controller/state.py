@@ -75,6 +75,8 @@ class MetadataState:
                 for reps in record.assignment
             )
             self.topics[record.name] = TopicInfo(record.name, record.topic_id, parts, record.configs)
+        elif isinstance(record, r.AddPartitions):
+            self._apply_add_partitions(record)
         elif isinstance(record, r.DeleteTopic):
             self.topics.pop(record.name, None)
             self.configs.pop(f"topic:{record.name}", None)
@@ -89,6 +91,16 @@ class MetadataState:
                 entries.pop(record.key, None)
             else:
                 entries[record.key] = record.value
+
+    def _apply_add_partitions(self, record: r.AddPartitions) -> None:
+        topic = self.topics.get(record.topic)
+        if topic is None or topic.topic_id != record.topic_id or len(topic.partitions) != record.first_partition:
+            return  # proposed against a topic that has changed since: ignored, the same way on every replay
+        added = tuple(
+            PartitionInfo(replicas=reps, leader=isr[0] if isr else -1, leader_epoch=0, isr=isr, partition_epoch=0)
+            for reps, isr in zip(record.assignment, record.isr, strict=True)
+        )
+        self.topics[record.topic] = replace(topic, partitions=topic.partitions + added)
 
     def _apply_partition_change(self, record: r.PartitionChange) -> None:
         topic = self.topics.get(record.topic)

@@ -3,8 +3,8 @@
 Peers exchange JSON-lines Raft messages over one outgoing connection per peer (reconnected on
 failure; messages sent while disconnected are dropped, which Raft tolerates). The same port also
 takes admin lines (`status`, `records` (committed metadata from an index), `register`, `heartbeat`,
-`create_topic`, `alter_config`), answered with one JSON line; this is what tests and, until the
-Kafka-protocol controller APIs are wired, the lead's broker glue can use.
+`create_topic`, `create_partitions`, `alter_config`, ...), answered with one JSON line; this is what tests
+and, until the Kafka-protocol controller APIs are wired, the lead's broker glue can use.
 
     python -m broker.controller.tcp_node --node-id 1 --voters 1@127.0.0.1:19001,2@...,3@... --data-dir D
 """
@@ -122,6 +122,10 @@ class TcpController:
                 idx = self.ctl.create_topic(
                     req["name"], req["partitions"], req["replication_factor"], req.get("topic_id") or uuid.uuid4().hex,
                     req.get("configs") or {}, req.get("assignment"),
+                )
+            elif op == "create_partitions":
+                idx = self.ctl.create_partitions(
+                    req["topic"], int(req["count"]), req.get("assignment"), bool(req.get("validate_only"))
                 )
             elif op == "delete_topic":
                 idx = self.ctl.delete_topic(req["name"])

@@ -1,4 +1,8 @@
-"""CreatePartitions (37): grow a topic's partition count (never shrink)."""
+"""CreatePartitions (37): grow a topic's partition count (never shrink).
+
+A single node adds the logs itself; a cluster member forwards the request to the active controller, which
+validates it, places the new replicas and commits them to the metadata log, and answers once it has applied
+them (every broker then creates the logs of the replicas it holds and leads or follows them)."""
 
 from __future__ import annotations
 
@@ -12,19 +16,19 @@ from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 
 
-def _grow(state: BrokerState, wanted: Any, validate_only: bool) -> None:
+async def _grow(state: BrokerState, wanted: Any, validate_only: bool) -> None:
     topic = state.require_topic(wanted.name)
     if topic.is_internal:
         raise KafkaApiError(ErrorCode.invalid_request,
                             f"topic {topic.name!r} is internal; its partition count decides where groups live")
+    if state.cluster is not None:  # the controller checks against the cluster's metadata, not this copy
+        await _grow_in_cluster(state, wanted, validate_only)
+        return
     if wanted.count <= topic.partitions:
         raise KafkaApiError(
             ErrorCode.invalid_partitions,
             f"topic {topic.name!r} has {topic.partitions} partitions; the new count {wanted.count} must be higher",
         )
-    if state.cluster is not None:
-        raise KafkaApiError(ErrorCode.invalid_request, "adding partitions to a topic of a broker cluster is not"
-                            " supported yet; create a new topic with more partitions")
     if wanted.assignments is not None:
         if len(wanted.assignments) != wanted.count - topic.partitions:
             raise KafkaApiError(
@@ -39,13 +43,33 @@ def _grow(state: BrokerState, wanted: Any, validate_only: bool) -> None:
         state.add_partitions(topic, wanted.count)
 
 
+async def _grow_in_cluster(state: BrokerState, wanted: Any, validate_only: bool) -> None:
+    from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
+
+    assert state.cluster is not None
+    assignment = None if wanted.assignments is None else [list(a.broker_ids) for a in wanted.assignments]
+    try:
+        await state.cluster.create_partitions(wanted.name, wanted.count, assignment, validate_only)
+    except ControllerRejected as exc:
+        name = exc.kafka_error.lower()
+        raise KafkaApiError(ErrorCode[name] if name in ErrorCode.__members__ else ErrorCode.invalid_request,
+                            str(exc)) from None
+    except ControllerUnavailable as exc:
+        raise KafkaApiError(ErrorCode.request_timed_out, str(exc)) from None
+    info = state.cluster.meta.topics.get(wanted.name)
+    if not validate_only and (info is None or len(info.partitions) != wanted.count):
+        # Accepted, but another change to the topic was applied first and this one was dropped.
+        raise KafkaApiError(ErrorCode.invalid_partitions,
+                            f"topic {wanted.name!r} changed while adding partitions; describe it and retry")
+
+
 async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     cls = response_class(request.header.api_key, request.header.api_version)
     results = []
     for wanted in body.topics:
         try:
-            _grow(state, wanted, body.validate_only)
+            await _grow(state, wanted, body.validate_only)
             code, message = ErrorCode.none, None
         except KafkaApiError as exc:
             code, message = exc.code, str(exc)

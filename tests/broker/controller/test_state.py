@@ -13,6 +13,7 @@ from broker.controller.election import (
 )
 from broker.controller.errors import InvalidReplicationFactor, StaleEpoch
 from broker.controller.heartbeats import BrokerHeartbeats
+from broker.controller.new_partitions import add_partitions
 from broker.controller.placement import assign_replicas
 from broker.controller.state import MetadataState, replay
 
@@ -137,7 +138,7 @@ def test_records_round_trip_and_bad_kind_is_named() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["fence", "unfence", "create", "delete", "config", "preferred"]),
+@given(st.lists(st.tuples(st.sampled_from(["fence", "unfence", "create", "grow", "delete", "config", "preferred"]),
                           st.integers(1, 4)), max_size=30))
 def test_replay_is_deterministic_and_isr_invariants_hold(ops: list[tuple[str, int]]) -> None:
     s = cluster(4)
@@ -165,6 +166,12 @@ def test_replay_is_deterministic_and_isr_invariants_hold(ops: list[tuple[str, in
                 emit(r.CreateTopic(f"t{n}", f"id{n}", assign_replicas(s.live_brokers(), 2, min(arg, 3))))
             except InvalidReplicationFactor:
                 assert min(arg, 3) > len(live)
+        elif kind == "grow" and s.topics:
+            try:
+                grown = sorted(s.topics)[-1]
+                emit(add_partitions(s, grown, len(s.topics[grown].partitions) + arg))
+            except InvalidReplicationFactor:
+                assert len(s.topics[grown].partitions[0].replicas) > len(live)
         elif kind == "delete" and s.topics:
             emit(r.DeleteTopic(sorted(s.topics)[0]))
         elif kind == "config":
