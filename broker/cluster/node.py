@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import uuid
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +14,11 @@ from broker.cluster.controller_client import ControllerClient, ControllerRejecte
 from broker.cluster.fetcher import LeaderFetcher
 from broker.cluster.producer_ids import ProducerIdBlocks
 from broker.cluster.replicas import ReplicaManager, TopicPartition, now_ms
+from broker.cluster.topic_admin import TopicAdmin
 from broker.cluster.topic_sync import sync_topic
 from broker.config import BrokerConfig, ConfigError, parse_voters
 from broker.controller import records as r
-from broker.controller.state import MetadataState, PartitionInfo, TopicInfo
-from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
+from broker.controller.state import MetadataState, PartitionInfo
 from broker.handlers.context import BrokerState
 from broker.tasks import cancel_and_wait
 
@@ -47,12 +46,12 @@ class ClusterNode:
         self.metadata_client = ControllerClient(self.voters)
         self.meta = MetadataState()
         self.meta_index = 0
+        self.topic_admin = TopicAdmin(self)
         self.producer_ids = ProducerIdBlocks(self.node_id, self.client, lambda: (self.meta_index, self.meta))
         self.replicas = ReplicaManager(self.node_id)
         self.fetchers: dict[int, LeaderFetcher] = {}
         self.controller: TcpController | None = None
         self._isr_in_flight: set[TopicPartition] = set()
-        self._creating: set[str] = set()
         self._seen_commit = 0  # the local quorum member's commit index when we last read it
         self._registered_at: int | None = None  # Raft index of our registration
         # Set once this broker has applied the metadata up to its own registration: before that it
@@ -72,11 +71,11 @@ class ClusterNode:
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
             )
-            self._spawn(self.controller.run(self._stop))
+            self.spawn(self.controller.run(self._stop))
         for loop in (self._heartbeat_loop, self._metadata_loop, self._isr_loop):
-            self._spawn(loop())
+            self.spawn(loop())
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.append(task)
         task.add_done_callback(lambda done: self._tasks.remove(done) if done in self._tasks else None)
@@ -102,9 +101,7 @@ class ClusterNode:
         # Like Kafka's, done only when the controller's decision is committed and applied here: until
         # then this broker still leads and serves its partitions.
         answer = await self.client.call("shutdown", deadline_s=2.0, broker_id=self.node_id)
-        index = int(answer.get("index", 0))
-        while self.meta_index < index:
-            await asyncio.sleep(_METADATA_POLL_S)
+        await self.wait_applied(int(answer.get("index", 0)), 5.0, "the controlled shutdown")
 
     # --- broker registration and heartbeats ------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
@@ -205,7 +202,7 @@ class ClusterNode:
         for leader_id, fetcher in list(self.fetchers.items()):
             if not fetcher.partitions:
                 del self.fetchers[leader_id]
-                self._spawn(fetcher.stop())
+                self.spawn(fetcher.stop())
 
     def _follow(self, tp: TopicPartition, part: PartitionInfo) -> None:
         for leader_id, other in self.fetchers.items():
@@ -241,7 +238,7 @@ class ClusterNode:
                 if wanted is None or tp in self._isr_in_flight:
                     continue
                 self._isr_in_flight.add(tp)
-                self._spawn(self._alter_isr(tp, repl.leader_epoch, wanted))
+                self.spawn(self._alter_isr(tp, repl.leader_epoch, wanted))
 
     async def _alter_isr(self, tp: TopicPartition, epoch: int, isr: tuple[int, ...]) -> None:
         try:
@@ -259,88 +256,14 @@ class ClusterNode:
         finally:
             self._isr_in_flight.discard(tp)
 
-    # --- requests the handlers forward to the controller ---------------------------------------------
-    async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
-        assignment: list[list[int]] | None = None,
-    ) -> TopicInfo:
-        if replication_factor == -1:
-            replication_factor = self.config.int("default.replication.factor")
-        await self.client.call("create_topic", name=name, partitions=partitions,
-                               replication_factor=replication_factor, topic_id=uuid.uuid4().hex, configs=configs,
-                               assignment=assignment)
-        return await self.wait_for_topic(name)
-
-    async def wait_for_topic(self, name: str, timeout_s: float = 10.0) -> TopicInfo:
+    async def wait_applied(self, index: int, timeout_s: float, what: str) -> None:
+        """Until this broker has applied the metadata log up to `index` (a change the controller accepted)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while loop.time() < deadline:
-            info = self.meta.topics.get(name)
-            if info is not None and self.state.topics.get(name) is not None:
-                return info
-            await asyncio.sleep(0.02)
-        raise ControllerUnavailable(f"topic {name!r} was accepted but did not reach this broker in {timeout_s:.0f} s")
-
-    async def create_partitions(
-        self, name: str, count: int, assignment: list[list[int]] | None, validate_only: bool
-    ) -> None:
-        """The controller validates and places the new partitions; returns once this broker has applied them
-        (their logs exist here and its replica roles for them are set)."""
-        answer = await self.client.call("create_partitions", topic=name, count=count, assignment=assignment,
-                                        validate_only=validate_only)
-        index, loop = int(answer.get("index", 0)), asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while not validate_only and self.meta_index < index:
+        while self.meta_index < index:
             if loop.time() > deadline:
-                raise ControllerUnavailable(f"new partitions of {name!r} were accepted but did not reach this broker")
+                raise ControllerUnavailable(f"{what} was accepted but did not reach this broker in {timeout_s:.0f} s")
             await asyncio.sleep(0.02)
-
-    async def delete_topic(self, name: str) -> None:
-        await self.client.call("delete_topic", name=name)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while name in self.meta.topics and loop.time() < deadline:
-            await asyncio.sleep(0.02)
-
-    def propose_topic_configs(self, name: str, old: dict[str, str], new: dict[str, str]) -> None:
-        """Send a topic's changed configs to the controller (AlterConfigs on any broker)."""
-        changes: dict[str, str | None] = {k: v for k, v in new.items() if old.get(k) != v}
-        changes.update({k: None for k in old if k not in new})
-        if changes:
-            asyncio.get_running_loop().create_task(self._alter_configs(name, changes))
-
-    async def _alter_configs(self, name: str, changes: dict[str, str | None]) -> None:
-        for key, value in changes.items():
-            try:
-                await self.client.call("alter_config", resource=f"topic:{name}", key=key, value=value)
-            except (ControllerUnavailable, ControllerRejected) as exc:
-                log.error("config %s of topic %r not replicated (%s); this broker reverts to the cluster's value",
-                          key, name, exc)
-
-    def auto_create(self, name: str) -> bool:
-        """Ask the controller to create `name` in the background; False when auto-creation is off."""
-        if name != OFFSETS_TOPIC and not self.config.bool("auto.create.topics.enable"):
-            return False
-        if name not in self._creating:
-            self._creating.add(name)
-            self._spawn(self._create_in_background(name))
-        return True
-
-    async def _create_in_background(self, name: str) -> None:
-        try:
-            if name == OFFSETS_TOPIC:
-                factor = min(self.config.int("offsets.topic.replication.factor"), len(self.meta.live_brokers()))
-                await self.create_topic(name, self.config.int("offsets.topic.num.partitions"), max(factor, 1),
-                                        dict(OFFSETS_TOPIC_CONFIGS))
-            else:
-                await self.create_topic(name, self.config.int("num.partitions"), -1, {})
-        except ControllerRejected as exc:
-            if exc.kafka_error != "TOPIC_ALREADY_EXISTS":
-                log.warning("auto-creating topic %r failed: %s", name, exc)
-        except ControllerUnavailable as exc:
-            log.warning("auto-creating topic %r failed: %s", name, exc)
-        finally:
-            self._creating.discard(name)
 
     def active_controller(self) -> int:
         if self.controller is not None and self.controller.ctl.raft.leader is not None:

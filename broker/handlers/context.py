@@ -176,7 +176,7 @@ class BrokerState:
     def auto_create(self, name: str) -> Topic | None:
         """Create `name` with the broker defaults when auto.create.topics.enable allows it."""
         if self.cluster is not None:
-            self.cluster.auto_create(name)  # the controller creates it; clients retry meanwhile
+            self.cluster.topic_admin.auto_create(name)  # the controller creates it; clients retry meanwhile
             return None
         if name == OFFSETS_TOPIC:
             return self.offsets_topic()  # internal: always its own partition count and compaction
@@ -189,7 +189,7 @@ class BrokerState:
     def offsets_topic(self) -> Topic:
         topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None and self.cluster is not None:
-            self.cluster.auto_create(OFFSETS_TOPIC)
+            self.cluster.topic_admin.auto_create(OFFSETS_TOPIC)
             raise KafkaApiError(ErrorCode.coordinator_not_available, f"{OFFSETS_TOPIC} is being created; retry")
         if topic is None:
             partitions = self.config.int("offsets.topic.num.partitions")
@@ -223,7 +223,7 @@ class BrokerState:
 
         In a cluster the change also goes to the controller, which spreads it to every broker."""
         if self.cluster is not None and replicate:
-            self.cluster.propose_topic_configs(topic.name, dict(topic.configs), dict(configs))
+            self.cluster.topic_admin.propose_configs(topic.name, dict(topic.configs), dict(configs))
         updated = self.topics.update(topic, configs=dict(configs))
         if isinstance(self.store, ReconfigurableStore):
             log_config = self.log_config(updated)

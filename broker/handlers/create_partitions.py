@@ -11,6 +11,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._controller import controller_errors
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -44,18 +45,10 @@ async def _grow(state: BrokerState, wanted: Any, validate_only: bool) -> None:
 
 
 async def _grow_in_cluster(state: BrokerState, wanted: Any, validate_only: bool) -> None:
-    from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
-
     assert state.cluster is not None
     assignment = None if wanted.assignments is None else [list(a.broker_ids) for a in wanted.assignments]
-    try:
-        await state.cluster.create_partitions(wanted.name, wanted.count, assignment, validate_only)
-    except ControllerRejected as exc:
-        name = exc.kafka_error.lower()
-        raise KafkaApiError(ErrorCode[name] if name in ErrorCode.__members__ else ErrorCode.invalid_request,
-                            str(exc)) from None
-    except ControllerUnavailable as exc:
-        raise KafkaApiError(ErrorCode.request_timed_out, str(exc)) from None
+    with controller_errors():
+        await state.cluster.topic_admin.create_partitions(wanted.name, wanted.count, assignment, validate_only)
     info = state.cluster.meta.topics.get(wanted.name)
     if not validate_only and (info is None or len(info.partitions) != wanted.count):
         # Accepted, but another change to the topic was applied first and this one was dropped.

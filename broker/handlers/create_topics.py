@@ -9,6 +9,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.config_catalog import TOPIC_CONFIGS, InvalidConfig, topic_entry, validate_topic_config
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
+from broker.handlers._controller import controller_errors
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -55,20 +56,12 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
 
 async def _create_in_cluster(state: BrokerState, wanted: Any, partitions: int, configs: dict[str, str]) -> Any:
     """The controller places the replicas; answers once this broker has the topic in its metadata."""
-    from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
-
     assert state.cluster is not None
-    try:
-        assignment = [list(a.broker_ids) for a in sorted(wanted.assignments, key=lambda a: a.partition_index)]
-        info = await state.cluster.create_topic(
+    assignment = [list(a.broker_ids) for a in sorted(wanted.assignments, key=lambda a: a.partition_index)]
+    with controller_errors():
+        info = await state.cluster.topic_admin.create_topic(
             wanted.name, partitions, wanted.replication_factor, configs, assignment or None
         )
-    except ControllerRejected as exc:
-        code = ErrorCode[exc.kafka_error.lower()] if exc.kafka_error.lower() in ErrorCode.__members__ else (
-            ErrorCode.invalid_request)
-        raise KafkaApiError(code, str(exc)) from None
-    except ControllerUnavailable as exc:
-        raise KafkaApiError(ErrorCode.request_timed_out, str(exc)) from None
     return uuid.UUID(info.topic_id), len(info.partitions[0].replicas) if info.partitions else -1
 
 

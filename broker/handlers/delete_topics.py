@@ -7,6 +7,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._controller import controller_errors
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -36,7 +37,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
             if topic.is_internal:
                 raise KafkaApiError(ErrorCode.invalid_request, f"topic {name!r} is internal and cannot be deleted")
             if state.cluster is not None:
-                await state.cluster.delete_topic(name)  # every broker deletes it as the record arrives
+                with controller_errors():  # every broker deletes it as the record arrives
+                    await state.cluster.topic_admin.delete_topic(name)
             else:
                 state.delete_topic(name)
                 state.offsets.delete_topic(name)

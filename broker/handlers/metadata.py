@@ -83,7 +83,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             if state.cluster is not None and topic is not None and name not in state.cluster.meta.topics:
                 topic = None  # a local leftover the cluster does not know
             if topic is None and allow_create and state.cluster is not None:
-                if state.cluster.auto_create(name):
+                if state.cluster.topic_admin.auto_create(name):
                     entries.append(_error_entry(cls, name, ErrorCode.leader_not_available))
                     continue
             elif topic is None and allow_create:
