@@ -9,6 +9,9 @@
 A retriable failure (broker down, source connection lost) closes the sink, keeps the persisted
 checkpoint and restarts from it after an exponential backoff with jitter; removal cancels that sleep,
 stops the capture and purges the producer at once, so one changefeed never blocks another.
+
+This is the one capture -> sink pipeline: the server's owner loop runs it too, through
+`changefeed.lifecycle.runner.PipelineRunner` (one attempt, `max_retries=0`: the owner retries).
 """
 
 from __future__ import annotations
