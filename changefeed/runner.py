@@ -99,7 +99,7 @@ class Changefeed:
 
     @property
     def delivery_error(self) -> BaseException | None:
-        """The current attempt's first failed delivery, seen before the attempt has wound down."""
+        """The latest attempt's first failed delivery, seen before that attempt has wound down."""
         delivery = self._delivery
         return delivery.tracker.error if delivery is not None else None
 
