@@ -9,6 +9,9 @@
 A retriable failure (broker down, source connection lost) closes the sink, keeps the persisted
 checkpoint and restarts from it after an exponential backoff with jitter; removal cancels that sleep,
 stops the capture and purges the producer at once, so one changefeed never blocks another.
+
+This is the one capture -> sink pipeline: the server's owner loop runs it too, through
+`changefeed.lifecycle.runner.PipelineRunner` (one attempt, `max_retries=0`: the owner retries).
 """
 
 from __future__ import annotations
@@ -16,19 +19,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from changefeed.checkpoint import CheckpointStore
-from changefeed.codec.canal_json import CanalJsonEncoder, CanalJsonOptions
+from changefeed.config import SinkOptions
 from changefeed.delivery import Delivery
-from changefeed.dispatch.router import DispatchRule, Router
+from changefeed.dispatch.router import DispatchRule
 from changefeed.errors import ChangefeedError
-from changefeed.model import CaptureEvent, Checkpoint, Position, TransactionCommit
+from changefeed.model import CaptureEvent, Checkpoint, Position, RowChange, TransactionCommit
+from changefeed.pipeline import build_delivery, effective_sink_config, run_cancellable
 from changefeed.source.capture import CaptureOptions, CaptureSource
 from changefeed.source.server import ConnectionSettings
-from sink.claim_check import FileClaimCheckStorage
 from sink.errors import SinkError
 from sink.kafka import KafkaSink, TopicInfo, prepare_topic
 from sink.retry import Backoff, Cancellation
@@ -36,7 +38,6 @@ from sink.uri import KafkaSinkConfig, parse_sink_uri
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 STATES = ("created", "running", "warning", "finished", "failed", "removed")
 
 
@@ -49,6 +50,8 @@ class ChangefeedSpec:
     rules: tuple[DispatchRule, ...] = ()
     start: Checkpoint | None = None  # used when the store holds no checkpoint yet
     target: Position | None = None  # finish once the checkpoint reaches this position
+    target_ts: int | None = None  # or once a commit reaches this commit timestamp (the server's --target-ts)
+    sink_options: SinkOptions | None = None  # the YAML config's sink block; wins over the sink URI
     checkpoint_store_url: str = "sqlite://"
     checkpoint_interval_s: float = 0.5
     backoff: Backoff = field(default_factory=lambda: Backoff(initial=1.0, maximum=60.0))
@@ -61,12 +64,14 @@ class ChangefeedSpec:
 class Changefeed:
     def __init__(self, spec: ChangefeedSpec) -> None:
         self.spec = spec
-        self.config: KafkaSinkConfig = parse_sink_uri(spec.sink_uri)
+        self.config: KafkaSinkConfig = effective_sink_config(parse_sink_uri(spec.sink_uri), spec.sink_options)
         self.store = CheckpointStore(spec.checkpoint_store_url)
         self.state = "created"
         self.error: BaseException | None = None
         self.retries = 0
         self.rows = 0
+        self.ready_since: float | None = None  # monotonic time the current attempt reached source and sink
+        self._tables: dict[str, dict[str, int]] = {}
         self.topic_info: TopicInfo | None = None
         self._cancel = Cancellation()
         self._attempt_stop = threading.Event()  # ends the current attempt's capture
@@ -92,8 +97,25 @@ class Changefeed:
         live = delivery.checkpoint if delivery is not None else None
         return live or self._saved
 
-    def start(self) -> None:
-        if self.topic_info is None:
+    @property
+    def delivery_error(self) -> BaseException | None:
+        """The latest attempt's first failed delivery, seen before that attempt has wound down."""
+        delivery = self._delivery
+        return delivery.tracker.error if delivery is not None else None
+
+    @property
+    def in_flight(self) -> int:
+        delivery = self._delivery
+        return delivery.tracker.in_flight if delivery is not None else 0
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Cumulative {"schema.table": {"rows": n, "bytes": n}} over all attempts."""
+        return {table: dict(values) for table, values in list(self._tables.items())}
+
+    def start(self, check_sink: bool = True) -> None:
+        """check_sink=False leaves the topic checks to the run thread (cancellable there), for a caller
+        such as the server's owner loop that must not block on an unreachable broker."""
+        if check_sink and self.topic_info is None:
             self.create()
         self.state = "running"
         self._thread = threading.Thread(target=self._run, name=f"changefeed-{self.spec.changefeed_id}", daemon=True)
@@ -150,14 +172,14 @@ class Changefeed:
     def _run_once(self) -> bool:
         """One attempt from the persisted checkpoint; True when finished, False when cancelled."""
         spec, info = self.spec, self.topic_info
-        assert info is not None
         start = self.store.load(spec.changefeed_id) or spec.start
         stop = self._attempt_stop = threading.Event()
-        if self.retries:  # a restarted broker may have lost topics; create them again, re-check limits
-            checked = self._cancellable(self.create)
-            if checked is None:
+        # Not checked yet (start(check_sink=False)), or a restarted broker may have lost topics: create
+        # them again and re-check the limits.
+        if self.retries or info is None:
+            info = run_cancellable(self.create, self._cancel, f"changefeed-{spec.changefeed_id}-check")
+            if info is None:
                 return False
-            info = checked
         sink = KafkaSink(
             self.config,
             message_limit=info.max_message_bytes,
@@ -168,26 +190,17 @@ class Changefeed:
             self._sink = sink
         if self._cancel.cancelled:
             stop.set()
-        claim_check = None
-        if self.config.large_message_handle == "claim-check":
-            assert self.config.claim_check_storage_uri is not None
-            claim_check = FileClaimCheckStorage(self.config.claim_check_storage_uri)
-        encoder = CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=self.config.enable_tidb_extension,
-                                                    content_compatible=self.config.content_compatible))
-        delivery = Delivery(
-            sink,
-            encoder,
-            Router(self.config.topic, spec.rules),
-            _PartitionCounts(self.config, info),
-            message_limit=info.max_message_bytes,
-            start=start,
-            watermark_every=spec.watermark_every,
-            large_message_handle=self.config.large_message_handle,
-            claim_check=claim_check,
-            on_failure=stop.set,
-        )
+        raw = spec.sink_options.output_raw_change_event if spec.sink_options is not None else False
+        try:
+            delivery = build_delivery(sink, self.config, info, spec.rules, start=start, output_raw_change_event=raw,
+                                      watermark_every=spec.watermark_every, on_failure=stop.set)
+            source = CaptureSource(spec.source, spec.capture, start=start, stop=stop)
+        except BaseException:
+            sink.close()  # nothing was sent yet; the producer's thread must not outlive the attempt
+            raise
         self._delivery = delivery
-        source = CaptureSource(spec.source, spec.capture, start=start, stop=stop)
+        log.info("changefeed %s: running from %s", spec.changefeed_id, start.position if start else "now")
+        self.ready_since = time.monotonic()
         try:
             delivery.run(self._events(source.events(), delivery))
             while sink.flush(0.1) > 0:
@@ -202,6 +215,7 @@ class Changefeed:
             # acknowledged, bounded, so the saved checkpoint covers it and a restart re-sends less.
             if delivery.tracker.error is None and not self._cancel.cancelled:
                 sink.flush(5.0)
+            self.ready_since = None
             raise
         finally:
             source.close()
@@ -209,41 +223,29 @@ class Changefeed:
             self._save(delivery)
             self.rows += delivery.stats.rows
 
-    def _cancellable(self, call: Callable[[], T]) -> T | None:
-        """Run a blocking network call (admin requests wait up to the dial timeout) in a helper thread,
-        so removal never waits for it: None when cancelled first; its exception is re-raised."""
-        result: list[T] = []
-        failure: list[BaseException] = []
-
-        def target() -> None:
-            try:
-                result.append(call())
-            except BaseException as exc:
-                failure.append(exc)
-
-        helper = threading.Thread(target=target, name=f"changefeed-{self.spec.changefeed_id}-check", daemon=True)
-        helper.start()
-        while helper.is_alive():
-            if not self._cancel.sleep(0.05):
-                return None
-        if failure:
-            raise failure[0]
-        return result[0]
-
     def _events(self, events: Iterable[CaptureEvent], delivery: Delivery) -> Iterator[CaptureEvent]:
-        """Pass events through; persist the acknowledged checkpoint now and then; stop at the target."""
+        """Pass events through; count rows and encoded bytes per table; persist the acknowledged
+        checkpoint now and then; stop at the target."""
         last_save = time.monotonic()
-        target = self.spec.target
+        target, target_ts = self.spec.target, self.spec.target_ts
         for event in events:
             if self._cancel.cancelled:
                 return
+            encoded = delivery.stats.bytes
             yield event
+            # Delivery asks for the next event only once it has encoded and sent this one.
+            if isinstance(event, RowChange):
+                entry = self._tables.setdefault(str(event.table.name), {"rows": 0, "bytes": 0})
+                entry["rows"] += 1
+                entry["bytes"] += delivery.stats.bytes - encoded
             if isinstance(event, TransactionCommit):
                 now = time.monotonic()
                 if now - last_save >= self.spec.checkpoint_interval_s:
                     self._save(delivery)
                     last_save = now
                 if target is not None and event.checkpoint.position.sort_key >= target.sort_key:
+                    return
+                if target_ts is not None and event.checkpoint.commit_ts >= target_ts:
                     return
 
     def _save(self, delivery: Delivery) -> None:
@@ -252,16 +254,3 @@ class Changefeed:
             self.store.save(self.spec.changefeed_id, checkpoint)
             self._saved = checkpoint
 
-
-class _PartitionCounts(dict[str, int]):
-    """Partition count per topic, looked up (and the topic prepared) the first time a rule names it."""
-
-    def __init__(self, config: KafkaSinkConfig, info: TopicInfo) -> None:
-        super().__init__({info.name: config.partition_num or info.partitions})
-        self._config = config
-
-    def __missing__(self, topic: str) -> int:
-        info = prepare_topic(self._config, topic)
-        count = self._config.partition_num or info.partitions
-        self[topic] = count
-        return count
