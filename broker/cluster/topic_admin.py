@@ -32,11 +32,14 @@ class TopicAdmin:
     ) -> TopicInfo:
         if replication_factor == -1:
             replication_factor = self.config.int("default.replication.factor")
+        topic_id = uuid.uuid4().hex
         answer = await self.client.call("create_topic", name=name, partitions=partitions,
-                                        replication_factor=replication_factor, topic_id=uuid.uuid4().hex,
+                                        replication_factor=replication_factor, topic_id=topic_id,
                                         configs=configs, assignment=assignment)
         await self.node.wait_applied(int(answer.get("index", 0)), _APPLY_TIMEOUT_S, f"topic {name!r}")
         info = self.node.meta.topics.get(name)
+        if info is not None and info.topic_id != topic_id:  # another create of the name was applied first
+            raise ControllerRejected("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
         if info is None or self.node.state.topics.get(name) is None:
             raise ControllerUnavailable(f"topic {name!r} was accepted but is not on this broker")
         return info

@@ -41,6 +41,7 @@ class QuorumController:
         self.now_ms = 0
         self._active_since_ms: int | None = None
         self.heartbeats = BrokerHeartbeats()
+        self._creating: dict[str, int] = {}  # topic -> Raft index of its CreateTopic, until applied
 
     @property
     def is_active(self) -> bool:
@@ -142,7 +143,10 @@ class QuorumController:
         self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None,
         assignment: list[list[int]] | None = None,
     ) -> int:
-        if name in self.state.topics:
+        # A create proposed but not applied yet counts too: two brokers auto-creating one topic at once
+        # must not both be told they created it.
+        self._creating = {t: i for t, i in self._creating.items() if i > self.raft.last_applied}
+        if name in self.state.topics or name in self._creating:
             raise TopicExists(f"topic {name!r} already exists")
         if assignment:
             placed = check_assignment(assignment, set(self.state.brokers))
@@ -150,8 +154,9 @@ class QuorumController:
             placed = assign_replicas(
                 self.state.live_brokers(), partitions, replication_factor, start=len(self.state.topics)
             )
-        assignment_ = placed
-        return self._propose([r.CreateTopic(name, topic_id, assignment_, tuple(sorted((configs or {}).items())))])
+        index = self._propose([r.CreateTopic(name, topic_id, placed, tuple(sorted((configs or {}).items())))])
+        self._creating[name] = index
+        return index
 
     def create_partitions(
         self, topic: str, count: int, assignment: list[list[int]] | None = None, validate_only: bool = False

@@ -68,6 +68,8 @@ class MetadataState:
             if b is not None:
                 self.brokers[b.broker_id] = replace(b, fenced=isinstance(record, r.FenceBroker))
         elif isinstance(record, r.CreateTopic):
+            if record.name in self.topics:
+                return  # the first create of a name wins, on every replica and on every replay
             parts = tuple(
                 PartitionInfo(
                     replicas=reps, leader=reps[0] if reps else -1, leader_epoch=0, isr=reps, partition_epoch=0

@@ -9,8 +9,8 @@ import re
 import time
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from lakefeed_testing.kafka_reference import run_kafka_tool
 from tests.broker.cluster.clients import PRODUCER, PartitionState, consume_all, create_topic, describe, new_topic_name
@@ -101,3 +101,32 @@ def test_kafka_topics_alter_partitions(cluster: Cluster) -> None:
     described = run_kafka_tool("kafka-topics", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic,
                                timeout=90)
     assert re.search(rf"Topic: {topic}\s+TopicId: \S+\s+PartitionCount: 4\s+ReplicationFactor: 3", described.stdout)
+
+
+def test_one_topic_created_through_every_broker_at_once_is_created_once(cluster: Cluster) -> None:
+    """Two brokers auto-creating one topic at the same moment is common (a changefeed's first rows); exactly one
+    CreateTopics wins, the others get TOPIC_ALREADY_EXISTS, and every broker ends with the same topic id."""
+    for _ in range(3):
+        topic = new_topic_name()
+        admins = [AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.ports[n]}"}) for n in cluster.node_ids]
+        for admin in admins:  # connected first, so the three requests leave together
+            admin.list_topics(timeout=10)
+        futures = [admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)])[topic]
+                   for admin in admins]
+        outcomes = []
+        for future in futures:
+            try:
+                future.result(30)
+                outcomes.append("created")
+            except KafkaException as exc:
+                outcomes.append(exc.args[0].name())
+        assert sorted(outcomes) == ["TOPIC_ALREADY_EXISTS", "TOPIC_ALREADY_EXISTS", "created"], outcomes
+        ids = {n: until(lambda n=n, topic=topic: _topic_id(cluster.ports[n], topic), 30, f"{topic} on node {n}")
+               for n in cluster.node_ids}
+        assert len(set(ids.values())) == 1, ids
+
+
+def _topic_id(port: int, topic: str) -> str:
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+    description = admin.describe_topics(TopicCollection([topic]))[topic].result(10)
+    return str(description.topic_id)

@@ -4,7 +4,13 @@ import random
 
 import pytest
 
-from broker.controller.errors import InvalidReplicaAssignment, InvalidReplicationFactor, NotController, StaleEpoch
+from broker.controller.errors import (
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    NotController,
+    StaleEpoch,
+    TopicExists,
+)
 from broker.controller.quorum import QuorumController
 from broker.controller.raft import MemoryStorage, Outgoing
 
@@ -104,6 +110,17 @@ def test_producer_id_blocks_are_disjoint_and_survive_failover() -> None:
     new = sim.active()
     _, third = new.allocate_producer_ids(1)
     assert third == second + 1000
+
+
+def test_a_topic_name_is_created_once_even_before_the_first_create_is_applied() -> None:
+    sim = _registered(1, 2, 3)
+    sim.run(100)
+    ctl = sim.active()
+    ctl.create_topic("t", 1, 3, "id-first")
+    with pytest.raises(TopicExists):  # not applied yet, still taken
+        ctl.create_topic("t", 2, 3, "id-second")
+    sim.run(50)
+    assert ctl.state.topics["t"].topic_id == "id-first"
 
 
 def test_controller_failover_keeps_metadata() -> None:

@@ -130,6 +130,16 @@ def test_heartbeats_find_expired_brokers_and_a_new_term_gives_everyone_a_session
     assert beats.expired([1, 2, 3], now_ms=20_000, session_timeout_ms=6000) == []
 
 
+def test_the_first_create_of_a_topic_name_wins_on_replay() -> None:
+    log: list[r.Record] = [
+        r.RegisterBroker(1, "127.0.0.1", 9092),
+        r.CreateTopic("t", "id-first", ((1,),)),
+        r.CreateTopic("t", "id-second", ((1,), (1,))),  # a racing create that reached the log too
+    ]
+    state = replay(log)
+    assert state.topics["t"].topic_id == "id-first" and len(state.topics["t"].partitions) == 1
+
+
 def test_records_round_trip_and_bad_kind_is_named() -> None:
     rec = r.CreateTopic("t", "id", ((1, 2), (2, 1)), (("retention.ms", "1"),))
     assert r.from_dict(r.to_dict(rec)) == rec
