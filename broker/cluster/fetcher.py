@@ -135,8 +135,7 @@ class LeaderFetcher:
                 log.warning("%s-%s: our log ends at %d, before the leader's log start %d; restarting it there",
                             tp[0], tp[1], plog.log_end_offset, part.log_start_offset)
                 plog.restart_at(int(part.log_start_offset))
-                if isinstance(plog, ProducerStateLog):
-                    self.state.producers.restore(tp[0], tp[1], plog.producers.entries.values())
+                self._reload_producers(tp, plog)
                 return False
             if plog.log_end_offset > part.high_watermark >= 0:
                 self._truncate(tp, plog, int(part.high_watermark))
@@ -182,5 +181,10 @@ class LeaderFetcher:
             return
         log.warning("%s-%s: truncating the divergent suffix %d..%d", tp[0], tp[1], offset, plog.log_end_offset)
         plog.truncate_to(offset)
+        self._reload_producers(tp, plog)
+
+    def _reload_producers(self, tp: TopicPartition, plog: PartitionLog) -> None:
+        """After records were removed, the partition's producer state is what its remaining log holds."""
+        self.state.producers.forget(*tp)
         if isinstance(plog, ProducerStateLog):
             self.state.producers.restore(tp[0], tp[1], plog.producers.entries.values())

@@ -47,7 +47,7 @@ class ClusterNode:
         self.meta = MetadataState()
         self.meta_index = 0
         self.topic_admin = TopicAdmin(self)
-        self.producer_ids = ProducerIdBlocks(self.node_id, self.client, lambda: (self.meta_index, self.meta))
+        self.producer_ids = ProducerIdBlocks(self)
         self.replicas = ReplicaManager(self.node_id)
         self.fetchers: dict[int, LeaderFetcher] = {}
         self.controller: TcpController | None = None

@@ -10,19 +10,18 @@ committing it is never used.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from broker.cluster.controller_client import ControllerClient, ControllerUnavailable
-from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE, MetadataState
+from broker.cluster.controller_client import ControllerUnavailable
+from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE
+
+if TYPE_CHECKING:
+    from broker.cluster.node import ClusterNode
 
 
 class ProducerIdBlocks:
-    def __init__(
-        self, node_id: int, client: ControllerClient, applied: Callable[[], tuple[int, MetadataState]]
-    ) -> None:
-        self.node_id = node_id
-        self.client = client
-        self._applied = applied  # (metadata index applied here, the state it gives)
+    def __init__(self, node: ClusterNode) -> None:
+        self.node = node
         self._next = self._end = 0
         self._lock = asyncio.Lock()
 
@@ -38,15 +37,13 @@ class ProducerIdBlocks:
     async def _allocate(self, timeout_s: float) -> int:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        node = self.node
         while loop.time() < deadline:
-            answer = await self.client.call("allocate_producer_ids", deadline_s=deadline - loop.time(),
-                                            broker_id=self.node_id)
+            answer = await node.client.call("allocate_producer_ids", deadline_s=deadline - loop.time(),
+                                            broker_id=node.node_id)
             index, first = int(answer["index"]), int(answer["first_id"])
-            while loop.time() < deadline:
-                applied, state = self._applied()
-                if applied >= index:
-                    if state.producer_id_blocks.get(self.node_id) == first:
-                        return first
-                    break  # that controller lost its leadership before committing the block: ask again
-                await asyncio.sleep(0.02)
+            await node.wait_applied(index, max(deadline - loop.time(), 0.0), "a producer id block")
+            if node.meta.producer_id_blocks.get(node.node_id) == first:
+                return first
+            # Otherwise that controller lost its leadership before committing the block: ask again.
         raise ControllerUnavailable(f"no producer id block from the controller within {timeout_s:.0f} s")

@@ -104,6 +104,7 @@ class TcpController:
 
     def _admin(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req.get("op")
+        extra: dict[str, Any] = {}  # what an op answers besides the Raft index
         try:
             if op == "peer":
                 return {"ok": True}
@@ -137,15 +138,14 @@ class TcpController:
                 idx = self.ctl.shutdown_broker(req["broker_id"])
             elif op == "allocate_producer_ids":
                 idx, first = self.ctl.allocate_producer_ids(req["broker_id"])
-                self._send(self.ctl.raft.flush())
-                return {"ok": True, "index": idx, "first_id": first}
+                extra["first_id"] = first
             elif op == "elect_preferred_leaders":
                 wanted = req.get("partitions")
                 idx = self.ctl.elect_preferred_leaders([(t, int(p)) for t, p in wanted] if wanted is not None else None)
             else:
                 return {"ok": False, "error": f"unknown op {op!r}"}
             self._send(self.ctl.raft.flush())
-            return {"ok": True, "index": idx}
+            return {"ok": True, "index": idx, **extra}
         except ControllerError as e:
             return {"ok": False, "error": e.kafka_error, "message": str(e), "leader": self.ctl.raft.leader}
         except KeyError as e:

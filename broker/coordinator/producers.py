@@ -89,10 +89,7 @@ class ProducerStateManager:
         self._block_end = end
 
     def restore(self, topic: str, partition: int, producers: Iterable[PersistedProducer]) -> None:
-        """Set one partition's state to what its log persisted (after a restart or a truncation): producers
-        known only from records that are gone are forgotten."""
-        for key in [key for key in self._entries if key[1] == topic and key[2] == partition]:
-            del self._entries[key]
+        """Seed one partition's state from what its log persisted (after a restart or a truncation)."""
         for entry in producers:
             state = _Entry(entry.epoch)
             state.batches.append(BatchMetadata(UNKNOWN_SEQUENCE, entry.last_sequence, UNKNOWN_SEQUENCE,
@@ -100,6 +97,12 @@ class ProducerStateManager:
             self._entries[(entry.producer_id, topic, partition)] = state
             if entry.producer_id >= self._next_id:  # never hand out an id a log already holds
                 self._next_id = entry.producer_id + 1
+
+    def forget(self, topic: str, partition: int) -> None:
+        """Drop one partition's state, before `restore` after a truncation: producers known only from
+        records that are gone must not be remembered. Scans every entry; truncations are rare."""
+        for key in [key for key in self._entries if key[1] == topic and key[2] == partition]:
+            del self._entries[key]
 
     def check(self, topic: str, partition: int, batch: BatchHeader) -> BatchMetadata | None:
         """Validate a batch before append. Returns the original metadata when it is a duplicate."""
