@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import uuid
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,9 @@ class ClusterNode:
         self._isr_in_flight: set[TopicPartition] = set()
         self._seen_commit = 0  # the local quorum member's commit index when we last read it
         self._registered_at: int | None = None  # Raft index of our registration
+        # Tells the controller this is a new process: one that may have lost unflushed or damaged records.
+        self.incarnation = uuid.uuid4().hex
+        self._roles_taken = False  # whether _reconcile ran since our registration was applied
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
         self.ready = asyncio.Event()
@@ -115,7 +119,8 @@ class ClusterNode:
             try:
                 if not registered:
                     answer = await self.client.call("register", broker_id=self.node_id, host=listener.host,
-                                                    port=listener.port, rack=rack)
+                                                    port=listener.port, rack=rack,
+                                                    incarnation=self.incarnation)
                     self._registered_at = int(answer.get("index", 0))
                     registered = True
                     log.info("registered with the controller", extra={"node": self.node_id})
@@ -147,9 +152,13 @@ class ClusterNode:
                     changed |= not isinstance(record, r.BrokerHeartbeat)
                     if isinstance(record, r.DeleteTopic):
                         self._forget_topic(record.name)
-                if changed:
-                    self._reconcile()
+                # Roles come only from metadata that includes our own registration: a restarted broker
+                # replaying the log would otherwise lead its old partitions at their old epochs with a log
+                # that recovery may have shortened, and followers would truncate to it.
                 if self._registered_at is not None and self.meta_index >= self._registered_at:
+                    if changed or not self._roles_taken:
+                        self._reconcile()
+                        self._roles_taken = True
                     self.ready.set()
             except ControllerUnavailable as exc:
                 log.warning("cannot read cluster metadata: %s", exc)

@@ -103,4 +103,8 @@ def alter_isr(
     unknown = set(new_isr) - set(info.replicas)
     if unknown:
         raise ValueError(f"{topic}-{partition}: ISR members {sorted(unknown)} are not replicas {info.replicas}")
+    # Kafka's INELIGIBLE_REPLICA: a fenced broker (dead, or restarted and not yet heard from) may not join.
+    fenced = sorted(b for b in set(new_isr) - set(info.isr) if b not in state.brokers or state.brokers[b].fenced)
+    if fenced:
+        raise ValueError(f"{topic}-{partition}: brokers {fenced} are fenced and cannot join the ISR")
     return _change(topic, partition, info, leader, tuple(new_isr))

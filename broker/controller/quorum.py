@@ -100,11 +100,26 @@ class QuorumController:
             raise NotController(f"this node is not the active controller; try node {e.leader}") from e
 
     def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str) -> int:
-        recs: list[r.Record] = [r.RegisterBroker(broker_id, host, port, rack, incarnation)]
+        """Register a broker process (Kafka's BrokerRegistration).
+
+        A broker id seen before with another incarnation is a restarted process: its log may have lost what
+        the page cache held, or what recovery cut at a damaged batch. As KRaft does, it is fenced first - its
+        leaderships move to an in-sync replica and it leaves every ISR (never emptying one) - and registered
+        fenced; its next heartbeat unfences it, and its leaders add it back to the ISRs only once it has caught
+        up under the current leader epoch. Keeping it as leader with its old epoch would make the followers
+        truncate acknowledged records to its shorter log.
+        """
         known = self.state.brokers.get(broker_id)
-        if known is not None and known.fenced:
-            # Registering unfences; offline partitions whose last ISR member this is get it back as leader.
-            recs += on_broker_unfenced(self.state, broker_id)
+        recs: list[r.Record] = []
+        if known is None or known.incarnation == incarnation:
+            # A new broker, or the same process registering again: it lost nothing, nothing to fence.
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation))
+            if known is not None and known.fenced:
+                recs += on_broker_unfenced(self.state, broker_id)
+        else:
+            if not known.fenced:
+                recs += [r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)]
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, fenced=True))
         index = self._propose(recs)
         self.heartbeats.touch(broker_id, self.now_ms)
         return index

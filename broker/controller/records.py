@@ -19,6 +19,9 @@ class RegisterBroker:
     port: int
     rack: str | None = None
     incarnation: str = ""
+    # A broker process that replaces an earlier one (new incarnation) registers fenced, as in KRaft: it
+    # serves nothing until its heartbeat shows the controller it is back, and it rejoins ISRs by catching up.
+    fenced: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ class MetadataState:
         self.applied += 1
         if isinstance(record, r.RegisterBroker):
             self.brokers[record.broker_id] = BrokerInfo(
-                record.broker_id, record.host, record.port, record.rack, record.incarnation, False, 0
+                record.broker_id, record.host, record.port, record.rack, record.incarnation, record.fenced, 0
             )
         elif isinstance(record, r.BrokerHeartbeat):
             b = self.brokers.get(record.broker_id)

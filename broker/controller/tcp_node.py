@@ -114,7 +114,8 @@ class TcpController:
                 recs = self.ctl.committed_records(int(req.get("from", 0)))
                 return {"ok": True, "records": recs, "commit_index": self.ctl.raft.commit_index}
             if op == "register":
-                idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"), "")
+                idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"),
+                                              str(req.get("incarnation", "")))
             elif op == "heartbeat":
                 idx = self.ctl.heartbeat(req["broker_id"])
             elif op == "alter_config":

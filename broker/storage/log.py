@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import time
 from dataclasses import replace
@@ -16,6 +17,8 @@ from broker.storage.producer_state import ProducerStateTable
 from broker.storage.record_view import iter_records
 from broker.storage.segment import Segment
 from broker.storage.validation import validate_batches
+
+_log = logging.getLogger("broker.storage")
 
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 STATE = "partition-state-checkpoint"  # recovery-point, log-start-offset, high-watermark
@@ -61,6 +64,8 @@ class DiskPartitionLog:
         for base in bases:
             segment = Segment(self.directory, base, self.config.index_interval_bytes)
             if damaged or base < expected:
+                _log.warning("recovery: %s: removed, it %s", segment.path,
+                             "follows a damaged segment" if damaged else f"overlaps offsets before {expected}")
                 segment.delete()
                 continue
             verify = not clean or segment.base_offset >= recovery_point or base == bases[-1]

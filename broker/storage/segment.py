@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -12,6 +13,8 @@ import crc32c
 from broker.protocol import records
 from broker.storage.offset_index import OffsetIndex
 from broker.storage.time_index import TimeIndex
+
+_log = logging.getLogger("broker.storage")
 
 
 def segment_name(base_offset: int) -> str:
@@ -36,6 +39,19 @@ def scan(fd: int, start: int, end: int, *, verify: bool) -> Iterator[records.Bat
                 return
         yield header
         position += length
+
+
+def why_invalid(fd: int, position: int, end: int) -> str:
+    """Why `scan` stopped at `position` before `end`: the words recovery logs for what it cut."""
+    if end - position < records.HEADER_SIZE:
+        return f"a torn batch header ({end - position} bytes)"
+    fields = records.HEADER.unpack(os.pread(fd, records.HEADER_SIZE, position))
+    length = fields[1] + records.LOG_OVERHEAD
+    if fields[3] != 2 or length < records.HEADER_SIZE or fields[6] < 0 or fields[12] < 0:
+        return f"no valid batch header (magic {fields[3]}, length {fields[1]})"
+    if position + length > end:
+        return f"a torn batch ({end - position} of its {length} bytes)"
+    return "a batch whose CRC does not match its contents"
 
 
 class Segment:
@@ -74,6 +90,11 @@ class Segment:
         self.time_index.rewrite()
         clean = valid_end == self.size
         if not clean:
+            _log.warning(
+                "recovery: %s: %s at byte %d (offset %d); truncating %d bytes, every record from offset %d on",
+                self.path, why_invalid(self.fd, valid_end, self.size), valid_end, self.next_offset,
+                self.size - valid_end, self.next_offset,
+            )
             self.truncate_to_position(valid_end)
         return clean
 

@@ -35,6 +35,7 @@ class Cluster:
     alive: Callable[[int], bool]
     active_controller: Callable[[], int | None]
     wait_formed: Callable[[], None]
+    data_dir: Callable[[int], Path]  # a node's log dir: partitions in Kafka's layout, for storage damage
 
     @property
     def node_ids(self) -> list[int]:
@@ -58,6 +59,7 @@ def _ours(dev: DevCluster) -> Cluster:
     return Cluster(
         "ours", dev.bootstrap_servers(), {n: dev.port(n) for n in dev.node_ids}, dev.kill, dev.restart,
         dev.pause, dev.resume, dev.alive, dev.active_controller, lambda: wait_cluster_formed(dev, timeout=30),
+        lambda n: dev.data_dir / f"node-{n}",
     )  # fmt: skip
 
 
@@ -75,6 +77,7 @@ def start_cluster(target: str, root: Path, nodes: int) -> Iterator[Cluster]:
             yield Cluster(
                 "kafka", kafka.bootstrap_servers, dict(kafka.ports), kafka.kill, kafka.restart, kafka.pause,
                 kafka.resume, kafka.alive, controller, lambda: kafka.wait_brokers(nodes, timeout=60),
+                lambda n: kafka.workdir / f"node-{n}",
             )  # fmt: skip
         return
     with own_cluster(root, nodes, dict(SETTINGS)) as dev:

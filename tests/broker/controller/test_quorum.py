@@ -196,6 +196,9 @@ def test_shutdown_moves_leadership_and_registering_again_brings_back_an_offline_
     assert state.partition("solo", 0).leader == -1  # type: ignore[union-attr]  # its only replica is gone
     sim.active().register_broker(2, "127.0.0.1", 9002, None, "inc2-again")
     sim.run(50)
+    assert sim.active().state.brokers[2].fenced  # a new process is fenced until it heartbeats
+    sim.active().heartbeat(2)
+    sim.run(50)
     state = sim.active().state
     assert not state.brokers[2].fenced
     assert state.partition("solo", 0).leader == 2  # type: ignore[union-attr]
@@ -211,3 +214,47 @@ def test_alter_partition_from_a_stale_leader_is_refused() -> None:
     assert sim.active().state.partition("t", 0).isr == (1, 2)  # type: ignore[union-attr]
     with pytest.raises(StaleEpoch):
         sim.active().alter_partition("t", 0, 2, 0, (2,))  # broker 2 does not lead
+
+
+def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbeats() -> None:
+    """Issue 14: a broker that comes back inside its session with a new incarnation (its log possibly cut by
+    recovery) must not stay leader at its old epoch, or the followers truncate acknowledged records to it."""
+    sim = _registered(1, 2, 3)
+    sim.active().create_topic("t", 1, -1, "id-t", assignment=[[1, 2, 3]])
+    sim.run(50)
+    before = sim.active().state.partition("t", 0)
+    assert before is not None and before.leader == 1
+    sim.active().register_broker(1, "127.0.0.1", 9001, None, "inc1")  # the same process: nothing changes
+    sim.run(50)
+    assert sim.active().state.partition("t", 0) == before
+    sim.active().register_broker(1, "127.0.0.1", 9001, None, "inc1-restarted")
+    sim.run(50)
+    state = sim.active().state
+    after = state.partition("t", 0)
+    assert state.brokers[1].fenced
+    assert after is not None and after.leader == 2 and after.isr == (2, 3)
+    assert after.leader_epoch == before.leader_epoch + 1
+    # Fenced, it may not rejoin the ISR even if its leader asks (Kafka's INELIGIBLE_REPLICA) ...
+    with pytest.raises(ValueError, match="fenced"):
+        sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+    # ... until its heartbeat unfences it; it stays a follower and rejoins through its leader.
+    sim.active().heartbeat(1)
+    sim.run(50)
+    state = sim.active().state
+    assert not state.brokers[1].fenced and state.partition("t", 0) == after
+    sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+    sim.run(50)
+    assert sim.active().state.partition("t", 0).isr == (1, 2, 3)  # type: ignore[union-attr]
+
+
+def test_a_restarted_last_isr_member_leads_again_only_after_its_heartbeat() -> None:
+    sim = _registered(1, 2)
+    sim.active().create_topic("solo", 1, -1, "id-solo", assignment=[[2]])
+    sim.run(50)
+    sim.active().register_broker(2, "127.0.0.1", 9002, None, "inc2-restarted")
+    sim.run(50)
+    part = sim.active().state.partition("solo", 0)
+    assert part is not None and part.leader == -1 and part.isr == (2,)  # offline, its last ISR member kept
+    sim.active().heartbeat(2)
+    sim.run(50)
+    assert sim.active().state.partition("solo", 0).leader == 2  # type: ignore[union-attr]
