@@ -41,7 +41,7 @@ def check_nothing_lost(cluster: Cluster, topic: str, writer: Writer) -> None:
     views = [consume_all(cluster.bootstrap_of([node]), topic, timeout=60) for node in cluster.node_ids[:2]]
     check_exactly_once_in_order(writer.acked, views[0])
     assert views[0] == views[1], "consumers reading through two brokers disagree on the log"
-    assert not writer.failed, f"{len(writer.failed)} writes failed instead of waiting out the faults: {writer.failed[:3]}"
+    assert not writer.failed, f"{len(writer.failed)} writes failed, not waiting out the faults: {writer.failed[:3]}"
     print(f"{cluster.name}: {len(writer.acked)} acknowledged writes, all present once at their offsets")
 
 
