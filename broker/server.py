@@ -49,6 +49,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
         producers=ProducerStateManager(data_dir / "producer-id-block"),
     )
     state.offsets.journal = state.write_offsets
+    state.groups.journal = state.write_group
     loaded = state.load_offsets()
     if loaded:
         log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})

@@ -173,7 +173,7 @@ class LeaderFetcher:
             plog.append(batch, header.leader_epoch)
             self.state.producers.record(tp[0], tp[1], header, header.base_offset)
             if tp[0] == OFFSETS_TOPIC:
-                apply_batch(batch, self.state.offsets.load)
+                apply_batch(batch, self.state.offsets.load, self.state.groups.load_group)
         self.state.notifier.notify()
 
     def _truncate(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> None:

@@ -20,6 +20,7 @@ from broker.cluster.topic_sync import sync_topic
 from broker.config import BrokerConfig, ConfigError, parse_voters
 from broker.controller import records as r
 from broker.controller.state import MetadataState, PartitionInfo
+from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from broker.handlers.context import BrokerState
 from broker.tasks import cancel_and_wait
 
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker.cluster")
 _METADATA_POLL_S = 0.05
 _ISR_CHECK_S = 0.2
+
+
+def _in_partition(index: int, partitions: int, group: str) -> bool:
+    return partition_for(group, partitions) == index
 
 
 class ClusterNode:
@@ -194,6 +199,9 @@ class ClusterNode:
             topic = sync_topic(self.state, info, self.meta.configs.get(f"topic:{info.name}", {}))
             for index, part in enumerate(info.partitions):
                 tp = (info.name, index)
+                if info.name == OFFSETS_TOPIC and self.replicas.is_leader(tp) != (part.leader == self.node_id):
+                    # Coordinator gained or lost: group state is (re)loaded from the partition when next used.
+                    self.state.groups.unload(functools.partial(_in_partition, index, len(info.partitions)))
                 if self.node_id not in part.replicas:
                     self._unfollow(tp)
                     self.replicas.stop_leading(tp)
@@ -232,6 +240,10 @@ class ClusterNode:
         for fetcher in self.fetchers.values():
             fetcher.partitions.pop(tp, None)
 
+    def _fenced(self, broker_id: int) -> bool:
+        info = self.meta.brokers.get(broker_id)
+        return info is None or info.fenced
+
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
         info = self.meta.brokers.get(broker_id)
         return None if info is None or info.fenced else (info.host, info.port)
@@ -244,7 +256,9 @@ class ClusterNode:
             now = now_ms()
             for tp, repl in list(self.replicas.leaders.items()):
                 wanted = repl.pending_isr(now)
-                if wanted is None or tp in self._isr_in_flight:
+                if wanted is not None:  # a fenced broker cannot join yet: the controller would refuse it
+                    wanted = tuple(b for b in wanted if b in repl.isr or not self._fenced(b))
+                if wanted is None or set(wanted) == set(repl.isr) or tp in self._isr_in_flight:
                     continue
                 self._isr_in_flight.add(tp)
                 self.spawn(self._alter_isr(tp, repl.leader_epoch, wanted))

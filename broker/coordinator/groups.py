@@ -7,20 +7,32 @@ States (Kafka's GroupMetadata):
 A new (Empty) group waits group.initial.rebalance.delay.ms before completing its first join, so that
 members starting together land in one generation. Assignment is the clients' business: the leader
 receives every member's metadata and returns the assignments in SyncGroup.
+
+Durability (Kafka's GroupMetadataManager): every completed rebalance is stored through the `journal` as a
+group metadata record in `__consumer_offsets` before the members get their assignments; every replica
+of that partition loads the records (`load_group`), and the broker that becomes the group's coordinator
+takes the stored group (Stable, same generation and members, fresh sessions) over whatever older state
+it held, so members keep heartbeating and committing across a coordinator move or restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.offsets_codec import GroupMetadataValue, StoredMember
 from broker.protocol.errors import KafkaApiError
+
+log = logging.getLogger("broker.groups")
+GroupJournal = Callable[[str, GroupMetadataValue | None], Awaitable[None]]
 
 
 class GroupState(Enum):
@@ -91,12 +103,91 @@ def _fail(future: asyncio.Future[Any] | None, code: ErrorCode, message: str) -> 
 
 class GroupCoordinator:
     def __init__(
-        self, *, initial_rebalance_delay_ms: int, min_session_timeout_ms: int, max_session_timeout_ms: int
+        self, *, initial_rebalance_delay_ms: int, min_session_timeout_ms: int, max_session_timeout_ms: int,
+        journal: GroupJournal | None = None,
     ) -> None:
         self.initial_delay = initial_rebalance_delay_ms / 1000
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.groups: dict[str, Group] = {}
+        self.journal = journal
+        self.stored: dict[str, GroupMetadataValue] = {}  # the newest group metadata record per group
+        self._writes: set[asyncio.Task[None]] = set()
+
+    # --- stored group metadata ---------------------------------------------------------------------
+
+    def load_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
+        """A group metadata record read from `__consumer_offsets` (replay at start, or replication)."""
+        if value is None:
+            self.stored.pop(group_id, None)
+        else:
+            self.stored[group_id] = value
+
+    def unload(self, owned: Callable[[str], bool]) -> None:
+        """Forget the in-memory state of groups this broker no longer (or newly) coordinates, so that the
+        next request loads what is stored (Kafka's onResignation/onElection)."""
+        for group_id in [g for g in self.groups if owned(g)]:
+            group = self.groups.pop(group_id)
+            if group.timer is not None:
+                group.timer.cancel()
+            for member in group.members.values():
+                _fail(member.join_future, ErrorCode.not_coordinator, "the group coordinator moved")
+                _fail(member.sync_future, ErrorCode.not_coordinator, "the group coordinator moved")
+
+    def lookup(self, group_id: str) -> Group | None:
+        group = self.groups.get(group_id)
+        stored = self.stored.get(group_id)
+        if stored is None or not stored.members or (group is not None and group.generation >= stored.generation):
+            return group
+        now = time.monotonic()
+        restored = Group(group_id, GroupState.STABLE, stored.generation, stored.protocol_type, stored.protocol,
+                         stored.leader)
+        for m in stored.members:
+            restored.members[m.member_id] = Member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                m.rebalance_timeout_ms, stored.protocol_type, [(stored.protocol or "", m.subscription)],
+                m.assignment, last_heartbeat=now,
+            )  # fmt: skip
+        log.info("group %s loaded from %s at generation %d with %d member(s)", group_id, "__consumer_offsets",
+                 stored.generation, len(stored.members))
+        self.groups[group_id] = restored
+        return restored
+
+    async def _store(self, group: Group) -> None:
+        if self.journal is None:
+            return
+        value = GroupMetadataValue(
+            group.protocol_type or "", group.generation, group.protocol_name, group.leader_id, int(time.time() * 1000),
+            tuple(StoredMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                               m.session_timeout_ms, dict(m.protocols).get(group.protocol_name or "", b""),
+                               m.assignment)
+                  for m in group.members.values()),
+        )  # fmt: skip
+        try:
+            await self.journal(group.group_id, value)
+            self.stored[group.group_id] = value
+        except Exception as exc:  # the group works on in memory; only a coordinator move would lose it
+            log.warning("group %s generation %d not stored in __consumer_offsets: %s", group.group_id,
+                        group.generation, exc)
+
+    def _store_later(self, group_id: str, group: Group | None) -> None:
+        """Store (or, with None, delete) from synchronous code: timers and DeleteGroups."""
+        if self.journal is None:
+            return
+        if group is not None:
+            task = asyncio.get_running_loop().create_task(self._store(group))
+        else:
+            task = asyncio.get_running_loop().create_task(self._delete_stored(group_id))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _delete_stored(self, group_id: str) -> None:
+        assert self.journal is not None
+        try:
+            await self.journal(group_id, None)
+            self.stored.pop(group_id, None)
+        except Exception as exc:
+            log.warning("group %s: tombstone not written to __consumer_offsets: %s", group_id, exc)
 
     # --- JoinGroup / SyncGroup -------------------------------------------------------------------
 
@@ -120,7 +211,7 @@ class GroupCoordinator:
                 f"session timeout {session_timeout_ms} ms is outside group.min.session.timeout.ms="
                 f"{self.min_session_timeout_ms} .. group.max.session.timeout.ms={self.max_session_timeout_ms}",
             )
-        group = self.groups.get(group_id)
+        group = self.lookup(group_id)
         if group is None or group.state is GroupState.DEAD:
             group = self.groups[group_id] = Group(group_id)
         if group.members and (
@@ -181,6 +272,10 @@ class GroupCoordinator:
             for each in group.members.values():
                 each.assignment = assignments.get(each.member_id, b"")
             group.state = GroupState.STABLE
+            generation = group.generation
+            await self._store(group)  # before anyone gets an assignment, as Kafka's storeGroup
+            if group.generation != generation or group.state is not GroupState.STABLE:
+                return await future  # a rebalance began meanwhile: it has answered (or will answer) everyone
             for each in group.members.values():
                 if each.sync_future is not None and not each.sync_future.done():
                     each.sync_future.set_result(
@@ -219,7 +314,7 @@ class GroupCoordinator:
 
     def validate_commit(self, group_id: str, generation: int, member_id: str) -> None:
         """OffsetCommit from a group member must match its generation; -1 means a standalone commit."""
-        group = self.groups.get(group_id)
+        group = self.lookup(group_id)
         if generation < 0 and (group is None or not group.members):
             return
         if group is None:
@@ -236,17 +331,19 @@ class GroupCoordinator:
             raise KafkaApiError(ErrorCode.rebalance_in_progress, f"group {group_id!r} is completing a rebalance")
 
     def delete(self, group_id: str) -> None:
-        group = self.groups.get(group_id)
+        group = self.lookup(group_id)
         if group is not None and group.members:
             raise KafkaApiError(ErrorCode.non_empty_group, f"group {group_id!r} still has members")
         if group is not None:
             group.state = GroupState.DEAD
             del self.groups[group_id]
+        if group_id in self.stored:
+            self._store_later(group_id, None)
 
     # --- internals -------------------------------------------------------------------------------
 
     def _member(self, group_id: str, member_id: str) -> tuple[Group, Member]:
-        group = self.groups.get(group_id)
+        group = self.lookup(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is None or member is None:
             raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
@@ -325,6 +422,8 @@ class GroupCoordinator:
             group.state = GroupState.EMPTY
             group.protocol_name = None
             group.leader_id = None
+            if group.group_id in self.stored:
+                self._store_later(group.group_id, group)  # the stored members are gone: never restore them
             return
         common = self._common_protocols(group)
         group.protocol_name = common[0] if common else None

@@ -22,11 +22,15 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from broker.coordinator.offsets import CommittedOffset, OffsetChange
 from broker.coordinator.offsets_codec import (
+    GroupMetadataValue,
     OffsetKey,
     OffsetRecordError,
     OffsetValue,
+    decode_group_value,
     decode_key,
     decode_value,
+    encode_group_key,
+    encode_group_value,
     encode_key,
     encode_value,
 )
@@ -57,17 +61,25 @@ def partition_for(group: str, partitions: int) -> int:
 
 
 def encode_batch(group: str, changes: list[OffsetChange], now_ms: int) -> bytes:
+    return _encode_records([
+        (encode_key(OffsetKey(group, change.topic, change.partition)),
+         None if change.value is None else encode_value(
+             OffsetValue(change.value.offset, change.value.leader_epoch, change.value.metadata, now_ms)))
+        for change in changes
+    ], now_ms)  # fmt: skip
+
+
+def encode_group_batch(group: str, value: GroupMetadataValue | None, now_ms: int) -> bytes:
+    """One record: the group's metadata, or a tombstone when the group is deleted."""
+    return _encode_records([(encode_group_key(group), None if value is None else encode_group_value(value))], now_ms)
+
+
+def _encode_records(pairs: list[tuple[bytes, bytes | None]], now_ms: int) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     records = tuple(
-        Record(
-            attributes=i8(0), timestamp=stamp, offset=i64(index),
-            key=encode_key(OffsetKey(group, change.topic, change.partition)),
-            value=None if change.value is None else encode_value(
-                OffsetValue(change.value.offset, change.value.leader_epoch, change.value.metadata, now_ms)),
-            headers=(),
-        )
-        for index, change in enumerate(changes)
-    )  # fmt: skip
+        Record(attributes=i8(0), timestamp=stamp, offset=i64(index), key=key, value=value, headers=())
+        for index, (key, value) in enumerate(pairs)
+    )
     buffer = io.BytesIO()
     write_new_batch(buffer, NewRecordBatch(producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1),
                                            records=records, attributes=i16(0)))
@@ -105,17 +117,19 @@ def _materialize(chunk: bytes | FileRange) -> bytes:
 
 
 Apply = Callable[[str, str, int, CommittedOffset | None], None]
+ApplyGroup = Callable[[str, GroupMetadataValue | None], None]
 
 
-def replay(plog: PartitionLog, apply: Apply) -> int:
-    """Feed every offset record of one partition to `apply(group, topic, partition, value)`, in log
-    order (later records win); returns how many were applied. Unreadable records are skipped with a
-    log line, never fatal: a broker that cannot read one offset still starts."""
-    return sum(apply_batch(data, apply) for data in _batches(plog))
+def replay(plog: PartitionLog, apply: Apply, apply_group: ApplyGroup) -> int:
+    """Feed every record of one partition to `apply(group, topic, partition, value)` (offsets) or
+    `apply_group(group, metadata)` (group metadata), in log order (later records win); returns how many
+    were applied. Unreadable records are skipped with a log line, never fatal: a broker that cannot read
+    one record still starts."""
+    return sum(apply_batch(data, apply, apply_group) for data in _batches(plog))
 
 
-def apply_batch(data: bytes, apply: Apply) -> int:
-    """Feed the offset records of one record batch to `apply` (also what a follower replica does)."""
+def apply_batch(data: bytes, apply: Apply, apply_group: ApplyGroup) -> int:
+    """Feed the records of one record batch to `apply`/`apply_group` (also what a follower replica does)."""
     applied = 0
     try:
         batch, _ = read_batch(data, 0)
@@ -127,8 +141,10 @@ def apply_batch(data: bytes, apply: Apply) -> int:
             if record.key is None:
                 continue
             key = decode_key(record.key)
-            if not isinstance(key, OffsetKey):
-                continue  # group metadata: members rejoin after a restart, only offsets matter
+            if isinstance(key, str):
+                apply_group(key, None if record.value is None else decode_group_value(record.value))
+                applied += 1
+                continue
             value = None if record.value is None else decode_value(record.value)
         except OffsetRecordError as exc:
             log.warning("skipping unreadable %s record at offset %d: %s", OFFSETS_TOPIC, record.offset, exc)

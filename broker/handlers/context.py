@@ -15,7 +15,15 @@ from broker.config import BrokerConfig
 from broker.config_catalog import topic_entry
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetChange, OffsetStore
-from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, encode_batch, partition_for, replay
+from broker.coordinator.offsets_codec import GroupMetadataValue
+from broker.coordinator.offsets_topic import (
+    OFFSETS_TOPIC,
+    OFFSETS_TOPIC_CONFIGS,
+    encode_batch,
+    encode_group_batch,
+    partition_for,
+    replay,
+)
 from broker.coordinator.producers import ProducerStateManager
 from broker.log_store import AppendResult, LogConfig, LogStore, PartitionLog
 from broker.protocol.errors import KafkaApiError
@@ -202,12 +210,21 @@ class BrokerState:
         self.append_as_leader(topic, partition_for(group, topic.partitions),
                               encode_batch(group, changes, int(time.time() * 1000)))
 
+    async def write_group(self, group: str, value: GroupMetadataValue | None) -> None:
+        """The GroupCoordinator's journal: the group's metadata record, answered once the ISR has it."""
+        topic = self.offsets_topic()
+        self.append_as_leader(topic, partition_for(group, topic.partitions),
+                              encode_group_batch(group, value, int(time.time() * 1000)))
+        await self.wait_for_offsets_replicated(group, 5000)
+
     def load_offsets(self) -> int:
-        """Replay __consumer_offsets into memory (at start); returns the number of records applied."""
+        """Replay __consumer_offsets (offsets and group metadata) into memory at start; returns the number of
+        records applied."""
         topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return 0
-        return sum(replay(self.log(topic, index), self.offsets.load) for index in range(topic.partitions))
+        return sum(replay(self.log(topic, index), self.offsets.load, self.groups.load_group)
+                   for index in range(topic.partitions))
 
     def delete_topic(self, name: str) -> None:
         topic = self.topics.delete(name)

@@ -13,7 +13,7 @@ from broker.protocol.errors import KafkaApiError
 
 
 def _delete(state: BrokerState, group_id: str) -> ErrorCode:
-    if group_id not in state.groups.groups and group_id not in state.offsets.groups():
+    if state.groups.lookup(group_id) is None and group_id not in state.offsets.groups():
         return ErrorCode.group_id_not_found
     try:
         state.groups.delete(group_id)

@@ -19,7 +19,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     member_cls = nested(cls, "DescribedGroupMember")
     groups = []
     for group_id in request.body.groups:
-        group = state.groups.groups.get(group_id)
+        group = state.groups.lookup(group_id)
         if group is None:
             known = group_id in state.offsets.groups()
             groups.append(build(nested(cls, "DescribedGroup"), error_code=ErrorCode.none, group_id=group_id,

@@ -49,7 +49,7 @@ def test_store_journals_before_memory_and_replays_with_tombstones() -> None:
     store.delete_group("h")
     store.commit("g", "t", 0, CommittedOffset(9, 0, "later"))
     replayed = OffsetStore()
-    assert replay(log, replayed.load) == 5
+    assert replay(log, replayed.load, lambda group, value: None) == 5
     assert replayed.fetch("g", "t", 0) == CommittedOffset(9, 0, "later")
     assert replayed.fetch("g", "t", 1) == CommittedOffset(7, -1, None)
     assert replayed.groups() == ["g"]
