@@ -63,3 +63,20 @@ def test_a_failing_journal_leaves_memory_unchanged() -> None:
     with pytest.raises(OSError):
         store.commit("g", "t", 0, CommittedOffset(5, 0, None))
     assert store.fetch("g", "t", 0) is None
+
+
+def test_group_metadata_records_round_trip_through_a_partition_log() -> None:
+    from broker.coordinator.offsets_codec import GroupMetadataValue, StoredMember
+    from broker.coordinator.offsets_topic import apply_batch, encode_group_batch
+
+    value = GroupMetadataValue("consumer", 7, "range", "m-1", 1_700_000_000_000, (
+        StoredMember("m-1", None, "client-a", "/127.0.0.1", 300_000, 10_000, b"\x00sub", b"\x00assign"),
+        StoredMember("m-2", "static-2", "client-b", "/127.0.0.1", 60_000, 6_000, b"", b"\x01"),
+    ))
+    seen: list[tuple[str, GroupMetadataValue | None]] = []
+    applied = apply_batch(encode_group_batch("g", value, 1_700_000_000_000), lambda *a: None,
+                          lambda group, v: seen.append((group, v)))
+    applied += apply_batch(encode_group_batch("g", None, 1_700_000_000_001), lambda *a: None,
+                           lambda group, v: seen.append((group, v)))
+    assert applied == 2
+    assert seen == [("g", value), ("g", None)]
