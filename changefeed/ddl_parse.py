@@ -29,7 +29,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from changefeed.errors import DDLParseError
 from changefeed.model import DDLKind, TableName
@@ -43,7 +43,7 @@ _OTHER_OBJECTS = {"VIEW", "PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "USER", "
 _DATABASE_OPTIONS = {"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "ENCRYPTION", "READ", "COMMENT", "UPGRADE"}
 
 
-class _Tokenizer(MySQL.Tokenizer):  # type: ignore[misc]
+class _Tokenizer(MySQL.Tokenizer):
     # MySQL's tokenizer turns everything after RENAME into one string; its names are needed here.
     COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME}
 
