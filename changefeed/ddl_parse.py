@@ -341,7 +341,8 @@ def _parse_clause(clause_sql: str) -> list[exp.Expression] | None:
         return None
     if not isinstance(statement, exp.Alter):
         return None  # sqlglot fell back to a Command: it did not understand the clause
-    return list(statement.args.get("actions") or [])
+    actions = list(statement.args.get("actions") or [])
+    return None if any(isinstance(a, exp.Command) for a in actions) else actions
 
 
 def _column_change(action: exp.Expression) -> list[ColumnChange]:
