@@ -7,6 +7,7 @@
     ├── BinlogPurgedError             (not retriable) the resume position is no longer on the server
     ├── SchemaError                   (not retriable) a row cannot be matched to any known table schema
     ├── StoreError                    (not retriable) the schema history or checkpoint database is unusable
+    ├── DDLParseError                 (not retriable) a DDL statement whose tables cannot be told
     └── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
 
 The lifecycle layer turns a retriable error into the `warning` state (retry with backoff) and a
@@ -46,3 +47,7 @@ class SourceConnectionError(ChangefeedError):
     """The connection to the source server failed or was lost."""
 
     retriable = True
+
+
+class DDLParseError(ChangefeedError):
+    """A DDL statement whose tables or column changes cannot be told (capture would misattribute it)."""

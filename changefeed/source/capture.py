@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from changefeed.ddl_parse import ParsedDDL, parse_ddl
 from changefeed.errors import ConfigError, SourceConnectionError
 from changefeed.filter import ChangeFilter
 from changefeed.model import (
@@ -32,7 +33,7 @@ from changefeed.model import (
     tso_physical_ms,
 )
 from changefeed.source.binlog_reader import BinlogReader
-from changefeed.source.ddl import ParsedDDL, parse_ddl
+from changefeed.source.ddl import ddl_events
 from changefeed.source.records import (
     BeginRecord,
     CommitRecord,
@@ -235,16 +236,14 @@ class CaptureSource:
                 tracker.forget_table_ids()
 
     def _ddl(self, record: QueryRecord, parsed: ParsedDDL, commit_ts: int) -> Iterator[DDLEvent]:
-        touched = parsed.tables
         keeps = self.options.change_filter.keeps_table
-        if parsed.kind is DDLKind.DROP_DATABASE or any(keeps(t) for t in touched):
+        if parsed.kind is DDLKind.DROP_DATABASE or any(keeps(t) for t in parsed.tables):
             schemas = self._tracker.apply_ddl(parsed, record.position)
         else:
             schemas = ()
-        database = parsed.database or record.database
-        event = DDLEvent(record.sql, parsed.kind, database, touched, commit_ts, record.position, schemas)
-        if self.options.change_filter.keeps_ddl(event):
-            yield event
+        for event in ddl_events(record.sql, parsed, record.database, commit_ts, record.position, schemas):
+            if self.options.change_filter.keeps_ddl(event):
+                yield event
 
 
 def start_position(settings: ConnectionSettings) -> Position:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 
+from changefeed.ddl_parse import ParsedDDL
 from changefeed.model import DDLKind, Position, TableName, TableSchema
 from changefeed.source.column_types import column_from_info, fits, info_matches, merge_columns
-from changefeed.source.ddl import ParsedDDL
 from changefeed.source.mounter import RowMounter
 from changefeed.source.records import BinlogColumn, TableMap
 from changefeed.source.schema_store import SchemaStore, Version

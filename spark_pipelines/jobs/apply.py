@@ -23,6 +23,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from changefeed.ddl_parse import DropColumn
+from changefeed.model import TableName
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
@@ -30,13 +32,12 @@ from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q,
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
-from spark_pipelines.transforms.column_ddl import DropColumn, column_changes
 from spark_pipelines.transforms.create_table import created_shape
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
 from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
-from spark_pipelines.transforms.table_ddl import TableName, final_sources, table_renames
+from spark_pipelines.transforms.table_ddl import final_sources, read_ddl
 
 log = logging.getLogger(__name__)
 CREATE, TRUNCATE, DROP, RENAME, ALTER = "CREATE", "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
@@ -56,10 +57,10 @@ class BatchReport:
     tables: tuple[str, ...]
 
 
-def _alter_columns(spark: Any, path: str, sql: str) -> None:
+def _alter_columns(spark: Any, path: str, ddl: Any) -> None:
     """Replay-safe: dropping a missing column or renaming onto an existing one (re-added by replayed
     older rows) leaves the table as the DDL left MySQL."""
-    for change in column_changes(sql):
+    for change in read_ddl(ddl["database"], ddl["table"], ddl["sql"]).column_changes:
         present = {f.name.lower() for f in spark.read.format("delta").load(path).schema}
         if isinstance(change, DropColumn):
             if change.name.lower() in present:
@@ -72,13 +73,14 @@ def _alter_columns(spark: Any, path: str, sql: str) -> None:
 
 
 def _relevant(ddl: Any) -> bool:
-    """DDL that changes which rows or columns a table has (CREATE INDEX and the like do not)."""
-    sql = ddl["sql"] or ""
+    """DDL that changes which rows or columns a table has (CREATE INDEX and the like do not). Raises
+    DDLError for a message that cannot be mapped to its table (read_ddl), rather than skipping it."""
+    parsed = read_ddl(ddl["database"], ddl["table"], ddl["sql"])
     if ddl["type"] == RENAME:
-        return bool(table_renames(sql, ddl["database"]))
+        return bool(parsed.renames)
     if ddl["type"] == CREATE:
-        return created_shape(sql, ddl["database"]) is not None
-    return ddl["type"] in (TRUNCATE, DROP) or bool(column_changes(sql))
+        return created_shape(ddl["sql"], ddl["database"]) is not None
+    return ddl["type"] in (TRUNCATE, DROP) or bool(parsed.column_changes)
 
 
 def schema_changes(rows: list[Any]) -> list[Any]:
@@ -203,7 +205,7 @@ class ApplyBatch:
         if ddl["type"] in (TRUNCATE, DROP):
             self._empty(spark, path, ddl)
         else:
-            _alter_columns(spark, path, ddl["sql"])
+            _alter_columns(spark, path, ddl)
         log.info("applied %s to %s.%s: %s", ddl["type"], ddl["database"], ddl["table"], ddl["sql"][:200])
         return {f"{ddl['database']}.{ddl['table']}"}
 
@@ -219,22 +221,22 @@ class ApplyBatch:
             log.info("RENAME TABLE not followed (on_rename_table: ignore): %s", ddl["sql"][:200])
             return set()
         keeps = self.config.tables.keeps
-        holds = final_sources(table_renames(ddl["sql"], ddl["database"]))
+        holds = final_sources(read_ddl(ddl["database"], ddl["table"], ddl["sql"]).renames)
 
         def path(name: TableName) -> str:
-            return self.config.table_path(name.database, name.table)
+            return self.config.table_path(name.schema, name.table)
 
         moves = {path(name): path(source) for name, source in holds.items()
-                 if source is not None and source != name and keeps(name.database, name.table)
-                 and keeps(source.database, source.table)}
+                 if source is not None and source != name and keeps(name.schema, name.table)
+                 and keeps(source.schema, source.table)}
         written = set(move_tables(spark, moves, ddl[SEQ], change_data_feed=self.config.maintenance.change_data_feed))
-        gone = [name for name, source in holds.items() if source is None and keeps(name.database, name.table)]
+        gone = [name for name, source in holds.items() if source is None and keeps(name.schema, name.table)]
         for name in gone:
             if exists(spark, path(name)):
                 self._empty(spark, path(name), ddl)
                 written.add(path(name))
         log.info("applied RENAME TABLE (%d table(s) moved): %s", len(moves), ddl["sql"][:200])
-        return {f"{n.database}.{n.table}" for n in holds if path(n) in written}
+        return {f"{n.schema}.{n.table}" for n in holds if path(n) in written}
 
 
 def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False) -> Any:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 
+from changefeed.ddl_parse import executable_sql
+from changefeed.errors import DDLParseError
 from spark_pipelines.errors import SchemaError
 from spark_pipelines.schemas import column_type
-from spark_pipelines.transforms.column_ddl import split_clauses
 from spark_pipelines.transforms.rows import TableShape
 
-_COMMENTS = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.DOTALL)
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
 _HEAD = re.compile(rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})(?:\s*\.\s*({_NAME}))?"
                    r"\s*\(", re.IGNORECASE)
@@ -41,6 +41,29 @@ _AS_BINARY = {"char": "binary", "varchar": "varbinary", "tinytext": "tinyblob", 
 
 def _unquote(name: str) -> str:
     return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def split_clauses(body: str) -> list[str]:
+    """A column list split at top-level commas, so DECIMAL(10,2) and ENUM('a,b') stay whole."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
+    for ch in body:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current).strip())
+    return [p for p in parts if p]
 
 
 def _parenthesised(text: str) -> tuple[str | None, str]:
@@ -82,7 +105,10 @@ def _mysql_type(name: str, args: str | None, flags: str, rest: str) -> str:
 
 def created_shape(sql: str, default_db: str) -> TableShape | None:
     """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
-    text = _COMMENTS.sub(" ", sql).strip().rstrip(";")
+    try:
+        text = executable_sql(sql)  # comments out, executable comments (which MySQL ran) opened
+    except DDLParseError:
+        return None
     head = _HEAD.match(text)
     if head is None:
         return None

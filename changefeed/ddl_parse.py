@@ -1,0 +1,384 @@
+"""Read a MySQL DDL statement: its kind, the tables it touches (schema-qualified), and the column and
+table renames and drops it makes. Shared by capture and the Spark pipeline (one reading of DDL).
+
+Built on sqlglot's MySQL dialect:
+
+- Names come from sqlglot's tokens, read in the fixed places the MySQL grammar puts them (MySQL 8.0
+  manual, 15.1 "Data Definition Statements"). sqlglot's parser gives up (a `Command`, or ParseError) on
+  several statements capture must attribute: RENAME TABLE, ALTER DATABASE, MariaDB's ALTER ONLINE
+  TABLE, ALTER TABLE ... PARTITION BY / CONVERT TO / RENAME AS; the tokens of a statement head are
+  always there.
+- What an ALTER TABLE does to columns comes from sqlglot's parser, one clause at a time, so a clause
+  it cannot parse (DROP PARTITION, CHANGE COLUMN IF EXISTS) does not hide the others. A clause that
+  still cannot be read and might drop or rename a column raises DDLParseError instead of guessing.
+- Unqualified names take the session's default database (the Query event's schema), as MySQL
+  resolves them (MySQL manual 11.2.2 "Identifier Qualifiers"). An unqualified name with no default
+  database raises DDLParseError: MySQL itself refuses it ("No database selected"), so a binlog never
+  holds one, and naming an empty database would send the change to the wrong table.
+- MySQL executes the content of `/*! ... */` (and `/*!NNNNN ... */`) comments, MariaDB also of
+  `/*M!NNNNN ... */` (MySQL manual 11.7 "Comments"): their content is read as part of the statement;
+  every other comment is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from changefeed.errors import DDLParseError
+from changefeed.model import DDLKind, TableName
+
+_PUNCTUATION = {TokenType.DOT, TokenType.COMMA, TokenType.L_PAREN, TokenType.R_PAREN, TokenType.SEMICOLON,
+                TokenType.EQ, TokenType.STRING, TokenType.NUMBER, TokenType.HEX_STRING, TokenType.BIT_STRING}
+_NOT_COLUMN_DROPS = {"INDEX", "KEY", "PRIMARY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD",
+                     "SYSTEM", "FULLTEXT", "SPATIAL", "UNIQUE"}
+_OTHER_OBJECTS = {"VIEW", "PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "USER", "ROLE", "SEQUENCE", "SERVER",
+                  "TABLESPACE", "LOGFILE", "RESOURCE", "PACKAGE", "SYNONYM"}
+_DATABASE_OPTIONS = {"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "ENCRYPTION", "READ", "COMMENT", "UPGRADE"}
+
+
+class _Tokenizer(MySQL.Tokenizer):
+    # MySQL's tokenizer turns everything after RENAME into one string; its names are needed here.
+    COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME}
+
+
+@dataclass(frozen=True)
+class DropColumn:
+    name: str
+
+
+@dataclass(frozen=True)
+class RenameColumn:
+    old: str
+    new: str
+
+
+ColumnChange = DropColumn | RenameColumn
+
+
+@dataclass(frozen=True)
+class RenameTable:
+    old: TableName
+    new: TableName
+
+
+@dataclass(frozen=True)
+class ParsedDDL:
+    """`tables`: every table the statement touches, qualified (RENAME: old then new of each pair);
+    `database`: the database a CREATE/DROP/ALTER DATABASE names; `renames` and `column_changes` in
+    statement order; `sql`: the statement with executable comments opened (what MySQL ran)."""
+
+    kind: DDLKind
+    tables: tuple[TableName, ...]
+    database: str | None = None
+    renames: tuple[RenameTable, ...] = ()
+    column_changes: tuple[ColumnChange, ...] = ()
+    sql: str = ""
+
+
+def _tokens(sql: str) -> list[Token]:
+    try:
+        return list(_Tokenizer().tokenize(sql))
+    except SqlglotError as exc:
+        raise DDLParseError(f"cannot read the statement {_short(sql)!r}: {exc}") from exc
+
+
+def _short(sql: str) -> str:
+    text = " ".join(sql.split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _gap_comments(gap: str) -> str:
+    """The text between two tokens (only spaces and comments) with executable comments opened."""
+    out: list[str] = []
+    i = 0
+    while i < len(gap):
+        if gap.startswith(("--", "#"), i):
+            end = gap.find("\n", i)
+            i = len(gap) if end < 0 else end
+        elif gap.startswith("/*", i):
+            end = gap.find("*/", i + 2)
+            end = len(gap) if end < 0 else end
+            body = gap[i + 2:end]
+            if body.startswith(("!", "M!")):
+                body = body[body.index("!") + 1:]
+                version = len(body) - len(body.lstrip("0123456789"))
+                out.append(" " + body[version:] + " ")
+            else:
+                out.append(" ")
+            i = end + 2
+        else:
+            out.append(gap[i])
+            i += 1
+    return "".join(out)
+
+
+def executable_sql(sql: str) -> str:
+    """The statement as MySQL runs it: executable comments opened, other comments blanked out.
+    Comments can only sit between tokens, so only the gaps between sqlglot's tokens are rewritten."""
+    for _ in range(3):  # an opened comment may hold another one; MySQL does not nest deeper
+        tokens = _tokens(sql)
+        pieces: list[str] = []
+        previous_end = 0
+        for token in tokens:
+            pieces.append(_gap_comments(sql[previous_end:token.start]))
+            pieces.append(sql[token.start:token.end + 1])
+            previous_end = token.end + 1
+        pieces.append(_gap_comments(sql[previous_end:]))
+        opened = "".join(pieces).strip().rstrip(";").strip()
+        if opened == sql:
+            break
+        sql = opened
+    return sql
+
+
+def _word(token: Token) -> str:
+    """A token's keyword spelling; backquoted identifiers are never keywords."""
+    return "" if token.token_type is TokenType.IDENTIFIER else token.text.upper()
+
+
+def _is_name(token: Token) -> bool:
+    if token.token_type is TokenType.IDENTIFIER:
+        return True
+    return token.token_type not in _PUNCTUATION and all(c.isalnum() or c in "_$" for c in token.text)
+
+
+class _Reader:
+    """A cursor over a statement's tokens."""
+
+    def __init__(self, sql: str, tokens: Sequence[Token], default_db: str) -> None:
+        self.sql = sql
+        self.tokens = tokens
+        self.i = 0
+        self.default_db = default_db
+
+    def peek(self, ahead: int = 0) -> str:
+        j = self.i + ahead
+        return _word(self.tokens[j]) if j < len(self.tokens) else ""
+
+    def accept(self, *words: str) -> bool:
+        if self.peek() in words and self.peek():
+            self.i += 1
+            return True
+        return False
+
+    def accept_seq(self, *words: str) -> bool:
+        if all(self.peek(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def fail(self, what: str) -> DDLParseError:
+        return DDLParseError(f"cannot read {what} in the DDL statement {_short(self.sql)!r}; "
+                             "report it with the statement so the DDL reader learns its form")
+
+    def name(self, what: str) -> str:
+        if self.i >= len(self.tokens) or not _is_name(self.tokens[self.i]):
+            raise self.fail(what)
+        self.i += 1
+        return str(self.tokens[self.i - 1].text)
+
+    def table(self) -> TableName:
+        first = self.name("a table name")
+        if self.i < len(self.tokens) and self.tokens[self.i].token_type is TokenType.DOT:
+            self.i += 1
+            return TableName(first, self.name("a table name"))
+        if not self.default_db:
+            raise DDLParseError(
+                f"table {first!r} in the DDL statement {_short(self.sql)!r} names no database and the "
+                "session had no default database (MySQL would have refused it); cannot tell which table it is")
+        return TableName(self.default_db, first)
+
+    def tables(self) -> list[TableName]:
+        names = [self.table()]
+        while self.i < len(self.tokens) and self.tokens[self.i].token_type is TokenType.COMMA:
+            self.i += 1
+            names.append(self.table())
+        return names
+
+    def if_exists(self) -> None:
+        self.accept_seq("IF", "NOT", "EXISTS") or self.accept_seq("IF", "EXISTS")
+
+    def skip_definer(self) -> None:
+        if self.accept("DEFINER"):
+            self.accept("=")
+            while self.i < len(self.tokens) and self.peek() not in _OTHER_OBJECTS:
+                self.i += 1
+
+
+def parse_ddl(sql: str, default_db: str) -> ParsedDDL | None:
+    """Read one statement from a binlog Query event. None when it is not DDL (DML logged as a
+    statement, SAVEPOINT, ...). Raises DDLParseError for DDL whose tables cannot be told."""
+    try:
+        text = executable_sql(sql)
+        tokens = _tokens(text)
+    except DDLParseError:
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head in ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"):
+            raise
+        return None  # not DDL (e.g. DML logged as a statement, in syntax sqlglot does not know)
+    r = _Reader(text, tokens, default_db)
+    first = r.peek()
+    if first in ("GRANT", "REVOKE", "FLUSH", "ANALYZE", "OPTIMIZE", "REPAIR"):
+        return ParsedDDL(DDLKind.OTHER, (), sql=text)
+    if not r.accept("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"):
+        return None
+    if first == "RENAME":
+        return _rename(r, text)
+    if first == "TRUNCATE":
+        r.accept("TABLE")
+        return ParsedDDL(DDLKind.TRUNCATE_TABLE, (r.table(),), sql=text)
+    r.accept_seq("OR", "REPLACE")
+    r.skip_definer()
+    while r.accept("ONLINE", "OFFLINE", "IGNORE", "TEMPORARY", "UNIQUE", "FULLTEXT", "SPATIAL"):
+        pass
+    if r.accept("DATABASE", "SCHEMA"):
+        return _database(r, first, text)
+    if r.accept("TABLE", "TABLES"):
+        r.if_exists()
+        if first == "DROP":
+            return ParsedDDL(DDLKind.DROP_TABLE, tuple(r.tables()), sql=text)
+        if first == "CREATE":
+            return ParsedDDL(DDLKind.CREATE_TABLE, (r.table(),), sql=text)
+        return _alter_table(r, text)
+    if r.accept("INDEX"):
+        r.if_exists()
+        r.name("an index name")
+        while r.i < len(r.tokens) and r.peek() != "ON":
+            r.i += 1  # CREATE INDEX i USING BTREE ON t (...)
+        if not r.accept("ON"):
+            raise r.fail("the table of the index")
+        kind = DDLKind.CREATE_INDEX if first == "CREATE" else DDLKind.DROP_INDEX
+        return ParsedDDL(kind, (r.table(),), sql=text)
+    if r.peek() in _OTHER_OBJECTS or r.peek() == "ALGORITHM" or r.peek() == "SQL":
+        return ParsedDDL(DDLKind.OTHER, (), sql=text)
+    return None
+
+
+def _database(r: _Reader, verb: str, text: str) -> ParsedDDL:
+    r.if_exists()
+    if verb == "ALTER" and (r.i >= len(r.tokens) or r.peek() in _DATABASE_OPTIONS):
+        database = r.default_db  # ALTER DATABASE without a name alters the default database
+        if not database:
+            raise r.fail("the database (none named, no default database)")
+    else:
+        database = r.name("a database name")
+    kind = {"CREATE": DDLKind.CREATE_DATABASE, "DROP": DDLKind.DROP_DATABASE}.get(verb, DDLKind.OTHER)
+    return ParsedDDL(kind, (), database, sql=text)
+
+
+def _rename(r: _Reader, text: str) -> ParsedDDL:
+    if not r.accept("TABLE", "TABLES"):
+        return ParsedDDL(DDLKind.OTHER, (), sql=text)  # RENAME USER
+    renames: list[RenameTable] = []
+    while True:
+        old = r.table()
+        if r.accept("WAIT"):
+            r.i += 1
+        r.accept("NOWAIT")
+        if not r.accept("TO"):
+            raise r.fail("TO in RENAME TABLE")
+        renames.append(RenameTable(old, r.table()))
+        if r.i < len(r.tokens) and r.tokens[r.i].token_type is TokenType.COMMA:
+            r.i += 1
+            continue
+        break
+    tables = tuple(n for rename in renames for n in (rename.old, rename.new))
+    return ParsedDDL(DDLKind.RENAME_TABLE, tables, renames=tuple(renames), sql=text)
+
+
+def _clauses(r: _Reader) -> list[list[Token]]:
+    """The rest of the statement split at top-level commas (DECIMAL(10,2) stays whole)."""
+    clauses: list[list[Token]] = [[]]
+    depth = 0
+    for token in r.tokens[r.i:]:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+        elif token.token_type is TokenType.COMMA and depth == 0:
+            clauses.append([])
+            continue
+        clauses[-1].append(token)
+    return [c for c in clauses if c]
+
+
+def _alter_table(r: _Reader, text: str) -> ParsedDDL:
+    table = r.table()
+    changes: list[ColumnChange] = []
+    rename: RenameTable | None = None
+    for clause in _clauses(r):
+        clause_sql = text[clause[0].start:clause[-1].end + 1]
+        sub = _Reader(text, clause, r.default_db)
+        if sub.accept("RENAME") and sub.peek() not in ("COLUMN", "INDEX", "KEY"):
+            sub.accept("TO", "AS")  # ALTER TABLE t RENAME [TO|AS] new: a table rename
+            rename = RenameTable(table, sub.table())
+            continue
+        sub.i = 0
+        parsed = _parse_clause(clause_sql)
+        if parsed is None:
+            changes.extend(_unparsed_clause(sub, clause_sql))
+        else:
+            for action in parsed:
+                changes.extend(_column_change(action))
+    if rename is not None:
+        return ParsedDDL(DDLKind.RENAME_TABLE, (rename.old, rename.new), renames=(rename,),
+                         column_changes=tuple(changes), sql=text)
+    return ParsedDDL(DDLKind.ALTER_TABLE, (table,), column_changes=tuple(changes), sql=text)
+
+
+def _parse_clause(clause_sql: str) -> list[exp.Expression] | None:
+    """sqlglot's reading of one ALTER TABLE clause, or None when it cannot read it."""
+    try:
+        statement = sqlglot.parse_one(f"ALTER TABLE _t {clause_sql}", read="mysql")
+    except SqlglotError:
+        return None
+    if not isinstance(statement, exp.Alter):
+        return None  # sqlglot fell back to a Command: it did not understand the clause
+    actions = list(statement.args.get("actions") or [])
+    return None if any(isinstance(a, exp.Command) for a in actions) else actions
+
+
+def _column_change(action: exp.Expression) -> list[ColumnChange]:
+    if isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+        return [DropColumn(c.name) for c in action.args.get("tables") or []]
+    if isinstance(action, exp.RenameColumn):
+        return [RenameColumn(action.this.name, action.args["to"].name)]
+    if isinstance(action, exp.ModifyColumn) and action.args.get("rename_from") is not None:
+        old, new = action.args["rename_from"].name, action.this.name
+        return [RenameColumn(old, new)] if old != new else []  # CHANGE a a <type> changes only the type
+    return []
+
+
+def _unparsed_clause(r: _Reader, clause_sql: str) -> list[ColumnChange]:
+    """A clause sqlglot cannot parse: read the column forms by hand, refuse other column-changing forms."""
+    verb = _word(r.tokens[0])
+    r.i = 1
+    if verb == "CHANGE":
+        r.accept("COLUMN")
+        r.if_exists()
+        old, new = r.name("a column name"), r.name("a column name")
+        return [RenameColumn(old, new)] if old != new else []
+    if verb == "RENAME" and r.peek() in ("INDEX", "KEY"):
+        return []
+    if verb == "DROP" and r.peek() in _NOT_COLUMN_DROPS:
+        return []
+    if verb in ("DROP", "RENAME"):
+        raise r.fail(f"what the clause {clause_sql!r} does to columns")
+    return []
+
+
+def qualified_rename_sql(renames: Sequence[RenameTable]) -> str:
+    """`RENAME TABLE a.t TO b.t, ...` with every name qualified and quoted, so a reader without the
+    session's default database renames the same tables (TiCDC likewise rewrites renames it splits)."""
+
+    def name(t: TableName) -> str:
+        return ".".join("`" + part.replace("`", "``") + "`" for part in (t.schema, t.table))
+
+    return "RENAME TABLE " + ", ".join(f"{name(r.old)} TO {name(r.new)}" for r in renames)
