@@ -78,7 +78,7 @@ _read_header_v2 = entity_reader(RequestHeaderV2)
 def frame_size(prefix: bytes, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> int:
     """The size announced by a frame's int32 prefix; raises FrameTooLarge/MalformedFrame when the stream
     cannot be trusted (Kafka's NetworkReceive: InvalidReceiveException above socket.request.max.bytes)."""
-    (size,) = _SIZE.unpack(prefix)
+    size: int = _SIZE.unpack(prefix)[0]
     if size > max_request_bytes:
         raise FrameTooLarge(f"request of {size} bytes is over socket.request.max.bytes={max_request_bytes}")
     if size < _MIN_HEADER:

@@ -27,7 +27,7 @@ def _string(text: str | None) -> bytes:
 
 
 def _produce_v8(*, topics: int | None = 1, name: str | None = "t", partitions: int | None = 1,
-                records: bytes | None | int = b"", transactional_id_length: int = -1) -> bytes:
+                records: bytes | int | None = b"", transactional_id_length: int = -1) -> bytes:
     """A classic (non-flexible) Produce v8 frame, with any count or length replaced."""
     body = struct.pack(">hhi", transactional_id_length, 1, 5000)
     body += struct.pack(">i", -1 if topics is None else topics)

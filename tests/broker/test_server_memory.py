@@ -13,14 +13,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.serial import entity_reader
 
 from broker.protocol.apis import response_class
-
 from lakefeed_testing.net import free_port, port_open, wait_until
 from tests.broker.kio_wire import frame, read_frame, record_batch
 
@@ -77,10 +76,8 @@ def test_stalled_half_sent_requests_hold_at_most_the_cap(tmp_path: Path) -> None
                 sock = stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=10))
                 sock.setblocking(False)
                 chunk = struct.pack(">i", 6 * MB) + b"\0" * (3 * MB // 2)
-                try:
-                    sock.send(chunk)  # as much as the kernel takes without blocking: a muted socket fills up
-                except BlockingIOError:
-                    pass
+                with suppress(BlockingIOError):  # as much as the kernel takes: a muted socket fills up
+                    sock.send(chunk)
             time.sleep(2)
             grown = _rss_mb(pid) - before
             # Served meanwhile? A new client's small request waits too (the pool is spent) - that is the point;

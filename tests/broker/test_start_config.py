@@ -29,7 +29,8 @@ def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (("--set", "log.retention.hour=5"), "unknown broker property 'log.retention.hour'; did you mean log.retention.hours?"),
+    (("--set", "log.retention.hour=5"),
+     "unknown broker property 'log.retention.hour'; did you mean log.retention.hours?"),
     (("--set", "num.partitions=three"), "num.partitions='three': expected an integer"),
     (("--set", "auto.create.topics.enable=yes"), "auto.create.topics.enable='yes': expected true or false"),
     (("--set", "log.segment.bytes=1GB"), "log.segment.bytes='1GB': expected an integer (sizes are plain byte counts"),
@@ -63,7 +64,7 @@ def test_valid_properties_pass_and_every_default_is_valid() -> None:
 
 
 def test_dev_cluster_checks_its_settings_up_front(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="did you mean min.insync.replicas"):
+    with pytest.raises(ConfigError, match=r"did you mean min\.insync\.replicas"):
         DevCluster(3, tmp_path, 20000, settings={"min.insync.replica": "2"})
     result = subprocess.run([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "1", "--data-dir",
                              str(tmp_path / "c"), "--set", "num.partitions=three"],
