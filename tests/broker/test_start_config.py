@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError
+from broker.config import DEFAULTS, ConfigError
 from broker.config_catalog import BROKER_CONFIGS, check_broker_properties
 from broker.dev_cluster import DevCluster
 from lakefeed_testing.net import free_port, port_open, wait_until
@@ -58,6 +58,7 @@ def test_a_bad_value_in_a_config_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_valid_properties_pass_and_every_default_is_valid() -> None:
+    assert set(DEFAULTS) <= set(BROKER_CONFIGS)  # every property the broker reads is in the catalog
     check_broker_properties({name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None})
     check_broker_properties({"auto.create.topics.enable": "FALSE", "queued.max.request.bytes": "-1",
                              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT", "log.retention.minutes": "30"})
