@@ -9,12 +9,16 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from broker import logs
 from broker.config import BrokerConfig, ConfigError, load_file, parse_set
+from broker.config_catalog import check_broker_properties
+
+if TYPE_CHECKING:
+    from broker.storage.store import DiskLogStore
 
 log = logging.getLogger("broker.cli")
 
@@ -43,6 +47,8 @@ def start(
 ) -> None:
     """Run the broker until SIGTERM or SIGINT."""
     logs.configure(log_level)
+    from broker.storage.store import DiskLogStore
+
     try:
         properties = load_file(config_file) if config_file else {}
         properties.update(parse_set(overrides))
@@ -50,9 +56,12 @@ def start(
             properties["log.dirs"] = str(data_dir)
         if listeners is not None:
             properties["listeners"] = listeners
+        check_broker_properties(properties)
         config = BrokerConfig().with_overrides(properties)
-        config.data_dir  # noqa: B018 - validate before starting
-        config.listener  # noqa: B018
+        config.listener  # noqa: B018 - validate before starting
+        # Partitions live on disk as Kafka lays them out (<data dir>/<topic>-<partition>/), so they survive
+        # restarts; the store locks the directory against a second broker.
+        store = DiskLogStore(config.data_dir)
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -62,15 +71,12 @@ def start(
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
-    sys.exit(runner(_serve(config)))
+    sys.exit(runner(_serve(config, store)))
 
 
-async def _serve(config: BrokerConfig) -> int:
+async def _serve(config: BrokerConfig, store: DiskLogStore) -> int:
     from broker.server import BrokerServer
-    from broker.storage.store import DiskLogStore
 
-    # Partitions live on disk as Kafka lays them out (<data dir>/<topic>-<partition>/), so they survive restarts.
-    store = DiskLogStore(config.data_dir)
     server = BrokerServer(config, store)
     node = None
     if config.get("controller.quorum.voters"):

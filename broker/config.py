@@ -28,12 +28,16 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "node.id": "1",
         "listeners": "PLAINTEXT://127.0.0.1:9092",
         "advertised.listeners": "",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
         "log.dirs": "",
         "auto.create.topics.enable": "true",
         "num.partitions": "1",
         "default.replication.factor": "1",
         "message.max.bytes": "1048588",
         "socket.request.max.bytes": "104857600",
+        # Kafka's default is -1 (no limit); a bound here keeps many slow or stalled clients from
+        # holding unbounded memory in half-read requests (see broker/protocol/memory_pool.py).
+        "queued.max.request.bytes": "104857600",
         "group.initial.rebalance.delay.ms": "3000",
         "group.min.session.timeout.ms": "6000",
         "group.max.session.timeout.ms": "1800000",

@@ -1,19 +1,22 @@
 """Every topic and broker config the broker knows: Kafka's name, type, default, broker synonyms.
 
-DescribeConfigs answers from here (value, source, synonyms, type, documentation) and Create/Alter
-validate against it. Topic configs follow Apache Kafka 4's list; `applied=False` marks the ones a
+DescribeConfigs answers from here (value, source, synonyms, type, documentation), Create/Alter
+validate topic configs against it and `check_broker_properties` validates the broker's own properties
+at start-up. Topic configs follow Apache Kafka 4's list; `applied=False` marks the ones a
 single-node broker stores and reports but does not act on (replication throttles, tiered storage,
 compression levels, ...), and their documentation says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
 
-from broker.config import DEFAULTS, BrokerConfig
+from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
 
 _LONG_MAX = str((1 << 63) - 1)
 
@@ -133,6 +136,64 @@ _SYNONYM_DEFAULTS = {
 }  # fmt: skip
 
 
+def _broker(name: str, kind: ConfigType, doc: str, *, choices: tuple[str, ...] = (), minimum: float | None = None,
+            maximum: float | None = None) -> ConfigDef:
+    return ConfigDef(name, kind, DEFAULTS[name], doc, (), frozenset(choices), minimum, maximum)
+
+
+_SH = ConfigType.SHORT
+# Broker properties that are not topic-config synonyms, typed as Apache Kafka 4 types them
+# (KafkaConfig / ServerConfigs / SocketServerConfigs); the default is DEFAULTS' value.
+_BROKER_LIST = (
+    _broker("node.id", _I, "This node's id.", minimum=0),
+    _broker("listeners", _S, "The one PLAINTEXT://HOST:PORT listener clients connect to."),
+    _broker("advertised.listeners", _S, "The PLAINTEXT://HOST:PORT given to clients (default: listeners)."),
+    _broker("listener.security.protocol.map", _S, "LISTENER:PROTOCOL pairs; only PLAINTEXT is supported yet."),
+    _broker("log.dirs", _S, "The data directory (one; --data-dir)."),
+    _broker("auto.create.topics.enable", _B, "Create a topic on Metadata/Produce for an unknown name."),
+    _broker("num.partitions", _I, "Partitions of an auto-created topic.", minimum=1),
+    _broker("default.replication.factor", _I, "Replication factor of an auto-created topic.", minimum=1),
+    _broker("socket.request.max.bytes", _I, "Largest request; a larger one closes the connection.", minimum=1),
+    _broker("queued.max.request.bytes", _L, "Bytes held by requests being read and handled before the broker"
+            " stops reading sockets (-1: no limit)."),
+    _broker("group.initial.rebalance.delay.ms", _I, "Wait for more members before the first rebalance.", minimum=0),
+    _broker("group.min.session.timeout.ms", _I, "Smallest session timeout a group member may ask for.", minimum=0),
+    _broker("group.max.session.timeout.ms", _I, "Largest session timeout a group member may ask for.", minimum=0),
+    _broker("offsets.topic.num.partitions", _I, "Partitions of __consumer_offsets.", minimum=1),
+    _broker("offsets.topic.replication.factor", _SH, "Replication factor of __consumer_offsets.", minimum=1),
+    _broker("log.retention.check.interval.ms", _L, "How often retention and compaction run.", minimum=1),
+    _broker("cluster.id", _S, "The cluster id reported to clients."),
+    _broker("controller.quorum.voters", _S, "ID@HOST:PORT of every controller voter; set: a cluster node."),
+    _broker("process.roles", _LI, "broker, or broker,controller for a voter.", choices=("broker", "controller")),
+    _broker("broker.rack", _S, "Rack of this node, for replica placement."),
+    _broker("broker.session.timeout.ms", _I, "A broker without heartbeats this long is fenced.", minimum=1),
+    _broker("broker.heartbeat.interval.ms", _I, "Interval of broker heartbeats to the controller.", minimum=1),
+    _broker("replica.lag.time.max.ms", _L, "A follower this far behind leaves the ISR.", minimum=1),
+)
+
+
+def _synonym_definitions() -> dict[str, ConfigDef]:
+    """The broker properties that give a topic config its default (log.retention.hours, ...)."""
+    out: dict[str, ConfigDef] = {}
+    for topic_def in _TOPIC_LIST:
+        for position, (prop, multiplier) in enumerate(topic_def.synonyms):
+            if prop in out:
+                continue
+            default = DEFAULTS.get(prop, _SYNONYM_DEFAULTS.get(prop, topic_def.default if position == 0 else None))
+            if multiplier == 1:
+                out[prop] = ConfigDef(prop, topic_def.kind, default, topic_def.doc, (), topic_def.choices,
+                                      topic_def.minimum, topic_def.maximum, topic_def.applied)
+            else:  # hours/minutes of a millisecond topic config: Kafka types them INT
+                minimum = 1 if topic_def.minimum is not None and topic_def.minimum >= 1 else None
+                out[prop] = ConfigDef(prop, ConfigType.INT, default, topic_def.doc, (), minimum=minimum)
+    return out
+
+
+BROKER_CONFIGS: Mapping[str, ConfigDef] = MappingProxyType(
+    dict(sorted({**_synonym_definitions(), **{d.name: d for d in _BROKER_LIST}}.items()))
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Synonym:
     name: str
@@ -175,29 +236,15 @@ def _is_default(broker: BrokerConfig, prop: str) -> bool:
 def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
     """Every broker property this broker reads or reports, with STATIC_BROKER_CONFIG when it was set
     (config file or --set) and DEFAULT_CONFIG otherwise. All read-only: no dynamic broker configs."""
-    names = dict.fromkeys([*DEFAULTS, *_SYNONYM_DEFAULTS, *broker.properties])
-    for definition in TOPIC_CONFIGS.values():
-        names.update(dict.fromkeys(prop for prop, _ in definition.synonyms))
     entries = []
-    for name in sorted(names):
-        topic_def = next((d for d in TOPIC_CONFIGS.values() if d.synonyms and d.synonyms[0][0] == name), None)
-        default = DEFAULTS.get(name, _SYNONYM_DEFAULTS.get(name, topic_def.default if topic_def else None))
-        kind = topic_def.kind if topic_def else _broker_kind(default)
-        definition = ConfigDef(name, kind, default, topic_def.doc if topic_def else "Broker property.")
-        synonyms = [Synonym(name, default, ConfigSource.DEFAULT_CONFIG)]
-        if name in broker.properties and broker.properties[name] != default:
+    for name in sorted({*BROKER_CONFIGS, *broker.properties}):
+        definition = BROKER_CONFIGS.get(name) or ConfigDef(name, ConfigType.STRING, None, "Broker property.")
+        synonyms = [Synonym(name, definition.default, ConfigSource.DEFAULT_CONFIG)]
+        if name in broker.properties and broker.properties[name] != definition.default:
             synonyms.insert(0, Synonym(name, broker.properties[name], ConfigSource.STATIC_BROKER_CONFIG))
         first = synonyms[0]
         entries.append(ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=True))
     return entries
-
-
-def _broker_kind(default: str | None) -> ConfigType:
-    if default in ("true", "false"):
-        return ConfigType.BOOLEAN
-    if default is not None and default.lstrip("-").isdigit():
-        return ConfigType.LONG if abs(int(default)) > 2**31 - 1 else ConfigType.INT
-    return ConfigType.STRING
 
 
 class InvalidConfig(ValueError):
@@ -211,6 +258,11 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
         raise InvalidConfig(f"unknown topic config {name!r}; known: {', '.join(sorted(TOPIC_CONFIGS))}")
     if value is None:
         return None
+    return _checked_value(definition, value)
+
+
+def _checked_value(definition: ConfigDef, value: str) -> str:
+    name = definition.name
     value = value.strip()
     kind = definition.kind
     if kind is ConfigType.BOOLEAN:
@@ -245,3 +297,81 @@ def _check_number(definition: ConfigDef, value: str) -> None:
         raise InvalidConfig(f"{name}={value!r}: must be at least {definition.minimum:g}")
     if definition.maximum is not None and number > definition.maximum:
         raise InvalidConfig(f"{name}={value!r}: must be at most {definition.maximum:g}")
+
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Keys of features this broker does not have yet: refused, so nobody believes the broker is secured.
+_UNSUPPORTED_PREFIXES = {
+    "ssl.": "TLS", "sasl.": "SASL authentication", "listener.name.": "per-listener TLS/SASL settings",
+    "security.inter.broker.protocol": "TLS/SASL between brokers", "authorizer.class.name": "ACL authorization",
+    "super.users": "ACL authorization", "principal.builder.class": "TLS/SASL principals",
+}  # fmt: skip
+_SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*([kKmMgGtT]i?[bB]?|[bB])\s*$")
+
+
+def check_broker_properties(properties: Mapping[str, str]) -> None:
+    """Refuse an unknown broker property or a value its type, range or choices do not allow, with one line
+    naming the key, the value and what is allowed. Apache Kafka refuses bad values at start-up too
+    (ConfigException from ConfigDef.parse; booleans must be true/false) but only warns about unknown
+    keys; this broker refuses those as well, suggesting the nearest known key, so a typo never goes unseen."""
+    for key, value in properties.items():
+        definition = BROKER_CONFIGS.get(key)
+        if definition is None:
+            raise ConfigError(_unknown_key_message(key))
+        try:
+            _checked_value(definition, value)
+            check = _SPECIAL_CHECKS.get(key)
+            if check is not None and value.strip():
+                check(value)
+        except InvalidConfig as exc:
+            hint = ""
+            if key.endswith(".bytes") and _SIZE_WITH_UNIT.match(value):
+                hint = " (sizes are plain byte counts: 1GB is 1073741824)"
+            raise ConfigError(f"broker property {exc}{hint}") from None
+        except ConfigError as exc:
+            raise ConfigError(f"broker property {key}={value!r}: {exc}") from None
+
+
+def _unknown_key_message(key: str) -> str:
+    for prefix, feature in _UNSUPPORTED_PREFIXES.items():
+        if key.startswith(prefix):
+            return f"broker property {key}: {feature} is not supported yet by this broker (PLAINTEXT only); remove it"
+    if key in TOPIC_CONFIGS:
+        broker_names = [prop for prop, _ in TOPIC_CONFIGS[key].synonyms]
+        where = f"; the broker-wide default is {broker_names[0]}" if broker_names else ""
+        return (f"{key} is a topic config, not a broker property{where}; set it per topic with"
+                " kafka-configs --entity-type topics or CreateTopics")
+    close = difflib.get_close_matches(key, BROKER_CONFIGS, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else "; docs/configuration.md lists the broker properties"
+    return f"unknown broker property {key!r}{hint}"
+
+
+def _check_listeners(value: str) -> None:
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    for entry in entries:
+        protocol = entry.partition("://")[0].upper()
+        if protocol in _SECURITY_PROTOCOLS[1:]:
+            raise ConfigError(f"{protocol} listeners are not supported yet by this broker; use PLAINTEXT://HOST:PORT")
+        Listener.parse(entry)
+    if len(entries) > 1:
+        raise ConfigError("this broker serves one listener (the controller port comes from controller.quorum.voters)"
+                          "; give one PLAINTEXT://HOST:PORT")
+
+
+def _check_protocol_map(value: str) -> None:
+    for entry in (item.strip() for item in value.split(",") if item.strip()):
+        name, sep, protocol = entry.partition(":")
+        if not sep or not name or protocol.upper() not in _SECURITY_PROTOCOLS:
+            raise ConfigError(f"entry {entry!r} is not LISTENER:PROTOCOL with PROTOCOL one of"
+                              f" {', '.join(_SECURITY_PROTOCOLS)}")
+        if protocol.upper() != "PLAINTEXT":
+            raise ConfigError(f"security protocol {protocol.upper()} is not supported yet by this broker;"
+                              " only PLAINTEXT")
+
+
+_SPECIAL_CHECKS: Mapping[str, Callable[[str], object]] = MappingProxyType({
+    "listeners": _check_listeners,
+    "advertised.listeners": _check_listeners,
+    "listener.security.protocol.map": _check_protocol_map,
+    "controller.quorum.voters": parse_voters,
+})  # fmt: skip

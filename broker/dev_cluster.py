@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from broker.config_catalog import check_broker_properties
+
 MAX_VOTERS = 3
 # Kafka's durable settings: every acknowledged write survives the loss of one node.
 DURABLE_DEFAULTS = {
@@ -64,6 +66,8 @@ class DevCluster:
             raise DevClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports in 1024..65535")
         if rack_count is not None and rack_count < 1:
             raise DevClusterError(f"--rack-count must be at least 1, got {rack_count}")
+        # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
+        check_broker_properties(settings or {})
         self.nodes = nodes
         self.data_dir = data_dir
         self.base_port = base_port

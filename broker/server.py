@@ -2,7 +2,12 @@
 
 Kafka itself mutes a connection while one of its requests is in flight, so handling each
 connection's requests sequentially gives "responses in request order" for free; concurrency comes from
-many connections. Bad frames close only their own connection (after a log line).
+many connections. Bad frames close only their own connection (after one WARNING line).
+
+Memory: a request's bytes are reserved in the broker-wide `MemoryPool` (queued.max.request.bytes)
+before its body is read and released once its response is built; while the pool is spent, connections
+are not read (Kafka mutes their channels). Each connection's stream buffer is small (`_STREAM_LIMIT`),
+so a muted or stalled connection holds little more than that.
 """
 
 from __future__ import annotations
@@ -24,12 +29,21 @@ from broker.handlers.registry import HANDLERS
 from broker.log_store import LogStore
 from broker.protocol.apis import API_VERSIONS_KEY
 from broker.protocol.errors import FrameError
-from broker.protocol.framing import Connection, RequestReceived, UnsupportedRequest, encode_response
+from broker.protocol.framing import (
+    RequestReceived,
+    UnsupportedRequest,
+    decode_request,
+    encode_response,
+    frame_size,
+)
+from broker.protocol.memory_pool import MemoryPool
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
+# asyncio stops reading a socket once its StreamReader holds 2 * limit bytes not yet consumed.
+_STREAM_LIMIT = 64 * 1024
 _EXPIRY_INTERVAL = 0.5
 
 
@@ -63,11 +77,12 @@ class BrokerServer:
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_request_bytes = config.int("socket.request.max.bytes")
+        self.memory = MemoryPool(config.int("queued.max.request.bytes"))
 
     async def start(self) -> None:
         listener = self.config.listener
         self._server = await asyncio.start_server(
-            self._serve_connection, listener.host, listener.port, limit=_READ_SIZE
+            self._serve_connection, listener.host, listener.port, limit=_STREAM_LIMIT
         )
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         self._tasks.add(asyncio.create_task(self._maintain_logs()))
@@ -101,21 +116,21 @@ class BrokerServer:
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
-        connection = Connection(self._max_request_bytes)
         try:
             while True:
-                data = await reader.read(_READ_SIZE)
-                if not data:
+                size = await self._read_size(reader)
+                if size is None:
                     break
-                events = connection.receive_data(data)
-                for event in events:
-                    response = await self._respond(event, peer[0])
-                    if response is not None:
-                        writer.write(response)
-                if events:
+                await self.memory.reserve(size)
+                try:
+                    response = await self._respond(decode_request(await _read_exactly(reader, size)), peer[0])
+                finally:
+                    self.memory.release(size)
+                if response is not None:
+                    writer.write(response)
                     await writer.drain()
         except FrameError as exc:
-            log.warning("closing connection: %s", exc, extra={"peer": f"{peer[0]}:{peer[1]}"})
+            log.warning("closing the connection from %s:%s: %s", peer[0], peer[1], exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
@@ -129,6 +144,16 @@ class BrokerServer:
                 await writer.wait_closed()
             if task is not None:
                 self._tasks.discard(task)
+
+    async def _read_size(self, reader: asyncio.StreamReader) -> int | None:
+        """The next frame's size, or None when the client closed the connection between requests."""
+        try:
+            prefix = await reader.readexactly(4)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            return None
+        return frame_size(prefix, self._max_request_bytes)
 
     async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
         header = event.header
@@ -144,6 +169,19 @@ class BrokerServer:
         if response is None:
             return None
         return encode_response(header.correlation_id, response)
+
+
+async def _read_exactly(reader: asyncio.StreamReader, size: int) -> bytes:
+    # Chunks, not readexactly(size): that would let the StreamReader buffer the whole frame and then copy it.
+    chunks: list[bytes] = []
+    remaining = size
+    while remaining:
+        chunk = await reader.read(min(remaining, _READ_SIZE))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"".join(chunks), size)
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class _Unsupported(FrameError):

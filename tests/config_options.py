@@ -13,8 +13,7 @@ from typing import Any
 import click
 
 from broker.cli import main as broker_cli
-from broker.config import DEFAULTS
-from broker.config_catalog import _SYNONYM_DEFAULTS, TOPIC_CONFIGS
+from broker.config_catalog import BROKER_CONFIGS, TOPIC_CONFIGS
 from changefeed.cli import main as changefeed_cli
 from changefeed.config import parse_config as parse_changefeed_config
 from changefeed.errors import ConfigError as ChangefeedConfigError
@@ -42,10 +41,7 @@ def _allowed(parse: Callable[[Any], object], document: Any, error: type[Exceptio
 
 def broker_properties() -> set[str]:
     """Broker properties the broker reads or reports (DescribeConfigs on the broker resource)."""
-    names = {*DEFAULTS, *_SYNONYM_DEFAULTS}
-    for definition in TOPIC_CONFIGS.values():
-        names.update(prop for prop, _ in definition.synonyms)
-    return names
+    return set(BROKER_CONFIGS)
 
 
 def topic_configs() -> set[str]:

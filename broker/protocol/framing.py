@@ -2,14 +2,17 @@
 
 Rules (after the Kafka protocol guide):
 - every frame is an int32 size followed by that many bytes; a size below the smallest header or above
-  `max_request_bytes` (socket.request.max.bytes) poisons the stream: `FrameTooLarge`/`MalformedFrame`
-  is raised and the caller must close the connection;
+  `max_request_bytes` (socket.request.max.bytes) poisons the stream: `frame_size` raises
+  `FrameTooLarge`/`MalformedFrame` and the caller must close the connection (the server reads the
+  frame itself, so it can account its bytes in queued.max.request.bytes before reading them);
 - the request header is v2 (tagged fields, classic int16 client_id) when the API version is flexible,
   v1 otherwise; the response header is v1 when flexible, v0 otherwise, and always v0 for ApiVersions
   (kio records this per response class in `__header_schema__`);
 - an unknown API key or version is reported as `UnsupportedRequest` so the caller can answer
   ApiVersions with UNSUPPORTED_VERSION or close the connection for anything else;
-- a body that does not decode is `MalformedFrame`; trailing bytes after it are ignored (as Kafka does).
+- a body that does not decode, or carries null where the schema forbids it, is `MalformedFrame` naming
+  the API and the client (Kafka closes the connection then too); trailing bytes after it are ignored
+  (as Kafka does).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from broker.protocol import legacy_produce
-from broker.protocol.apis import is_supported, request_class
+from broker.protocol.apis import SUPPORTED, is_supported, request_class
 from broker.protocol.errors import FrameTooLarge, MalformedFrame
 from broker.protocol.guard import check_body
 
@@ -72,41 +75,15 @@ _read_header_v1 = entity_reader(RequestHeaderV1)
 _read_header_v2 = entity_reader(RequestHeaderV2)
 
 
-class Connection:
-    """One client connection's protocol state (no I/O). Feed bytes with `receive_data`."""
-
-    def __init__(self, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
-        self.max_request_bytes = max_request_bytes
-        self._buffer = bytearray()
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buffer)
-
-    def receive_data(self, data: bytes) -> list[Event]:
-        """Append bytes read from the socket; return every complete request, in order."""
-        self._buffer += data
-        events: list[Event] = []
-        view = memoryview(self._buffer)
-        position = 0
-        try:
-            while len(view) - position >= 4:
-                (size,) = _SIZE.unpack_from(view, position)
-                if size > self.max_request_bytes:
-                    raise FrameTooLarge(
-                        f"request of {size} bytes is over socket.request.max.bytes={self.max_request_bytes}"
-                    )
-                if size < _MIN_HEADER:
-                    raise MalformedFrame(f"request size {size} is smaller than a request header")
-                if len(view) - position - 4 < size:
-                    break
-                start = position + 4
-                events.append(decode_request(bytes(view[start : start + size])))
-                position = start + size
-        finally:
-            view.release()
-        del self._buffer[:position]
-        return events
+def frame_size(prefix: bytes, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> int:
+    """The size announced by a frame's int32 prefix; raises FrameTooLarge/MalformedFrame when the stream
+    cannot be trusted (Kafka's NetworkReceive: InvalidReceiveException above socket.request.max.bytes)."""
+    size: int = _SIZE.unpack(prefix)[0]
+    if size > max_request_bytes:
+        raise FrameTooLarge(f"request of {size} bytes is over socket.request.max.bytes={max_request_bytes}")
+    if size < _MIN_HEADER:
+        raise MalformedFrame(f"request size {size} is smaller than a request header")
+    return size
 
 
 def decode_request(frame: bytes) -> Event:
@@ -122,18 +99,22 @@ def decode_request(frame: bytes) -> Event:
     try:
         reader = _read_header_v2 if cls.__header_schema__ is RequestHeaderV2 else _read_header_v1
         raw_header, offset = reader(frame, 0)
-        try:
-            check_body(cls, frame, offset)
-        except MalformedFrame as exc:
-            raise MalformedFrame(f"api {key} v{version} from client {raw_header.client_id!r}: {exc}") from None
+        check_body(cls, frame, offset)
         body, _used = entity_reader(cls)(frame, offset)
     # kio raises KeyError for unknown tagged fields (Kafka would skip them).
-    except (SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError, KeyError) as exc:
-        raise MalformedFrame(f"cannot decode api {key} v{version} request: {exc}") from exc
+    except (MalformedFrame, SerialError, ValueError, TypeError, OverflowError, UnicodeDecodeError, IndexError,
+            KeyError) as exc:
+        raise MalformedFrame(_malformed(key, version, frame, exc)) from None
     # Trailing bytes are ignored, as Apache Kafka does: librdkafka 2.x sends Metadata v12 "all topics"
     # requests with three extra bytes.
     header = RequestHeader(key, version, correlation_id, raw_header.client_id)
     return RequestReceived(header, body, size)
+
+
+def _malformed(key: int, version: int, frame: bytes, exc: Exception) -> str:
+    """One line naming the API, the client and what is wrong (Kafka: "Error getting request for apiKey")."""
+    detail = str(exc) if isinstance(exc, MalformedFrame) else f"cannot decode the request: {exc}"
+    return f"malformed {SUPPORTED[key].name} v{version} request from client {_classic_client_id(frame)!r}: {detail}"
 
 
 def _decode_legacy_produce(frame: bytes, version: int, correlation_id: int) -> RequestReceived:

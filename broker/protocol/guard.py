@@ -1,10 +1,16 @@
-"""A length check that runs before kio decodes a request body.
+"""A length and null check that runs before kio decodes a request body.
 
 kio's native reader pre-allocates arrays from the declared element count, so a 30-byte frame that
 claims 2**31 elements aborts the whole process (Rust `handle_alloc_error`). This walker follows the same
 schema (kio's dataclass field metadata) without building anything and rejects any array, string or
 bytes length that does not fit in what is left of the frame. It is compiled once per entity class
 into a list of small closures, so the hot Produce path pays a few microseconds.
+
+It also rejects a null (-1) length or count on a field the schema does not declare nullable, and any
+length below -1: kio would hand the handler `None` where it expects a tuple or a string. Apache Kafka's
+generated readers (e.g. `ProduceRequestData.read`) throw "non-nullable field topicData was serialized as
+null" there, `RequestContext.parseRequest` turns that into InvalidRequestException and the SocketServer
+closes the connection without a response; the caller does the same with the MalformedFrame raised here.
 """
 
 from __future__ import annotations
@@ -64,7 +70,14 @@ def _fixed(size: int) -> Check:
     return check
 
 
-def _length_prefixed(flexible: bool, wide: bool) -> Check:
+def _checked_length(length: int, name: str, nullable: bool, what: str) -> None:
+    if length == -1 and not nullable:
+        raise _bad(f"non-nullable field {name} was serialized as null")
+    if length < -1:
+        raise _bad(f"field {name} has an invalid {what} {length}")
+
+
+def _length_prefixed(flexible: bool, wide: bool, name: str, nullable: bool) -> Check:
     """Strings (int16 length) and bytes/records (int32 length); compact forms when flexible."""
 
     def check(buffer: bytes, position: int, end: int) -> int:
@@ -77,14 +90,15 @@ def _length_prefixed(flexible: bool, wide: bool) -> Check:
                 raise _bad("truncated length")
             length = (_I32 if wide else _I16).unpack_from(buffer, position)[0]
             position += width
+        _checked_length(length, name, nullable, "length")
         if length > end - position:
-            raise _bad(f"declared length {length} is beyond the end of the frame")
+            raise _bad(f"field {name}: declared length {length} is beyond the end of the frame")
         return position + max(length, 0)
 
     return check
 
 
-def _array(flexible: bool, item: Check, min_item: int) -> Check:
+def _array(flexible: bool, item: Check, min_item: int, name: str, nullable: bool) -> Check:
     def check(buffer: bytes, position: int, end: int) -> int:
         if flexible:
             count, position = _uvarint(buffer, position, end)
@@ -94,8 +108,9 @@ def _array(flexible: bool, item: Check, min_item: int) -> Check:
                 raise _bad("truncated array length")
             count = _I32.unpack_from(buffer, position)[0]
             position += 4
+        _checked_length(count, name, nullable, "array count")
         if count * min_item > end - position:
-            raise _bad(f"array of {count} elements cannot fit in {end - position} remaining bytes")
+            raise _bad(f"field {name}: array of {count} elements cannot fit in {end - position} remaining bytes")
         for _ in range(max(count, 0)):
             position = item(buffer, position, end)
         return position
@@ -114,26 +129,30 @@ def _nullable(inner: Check) -> Check:
     return check
 
 
-def _primitive(kafka_type: str, flexible: bool) -> tuple[Check, int]:
+def _primitive(kafka_type: str, flexible: bool, name: str, nullable: bool) -> tuple[Check, int]:
     if kafka_type in _FIXED:
         return _fixed(_FIXED[kafka_type]), _FIXED[kafka_type]
     if kafka_type == "string":
-        return _length_prefixed(flexible, wide=False), 1
+        return _length_prefixed(flexible, False, name, nullable), 1
     if kafka_type in ("bytes", "records"):
-        return _length_prefixed(flexible, wide=True), 1
+        return _length_prefixed(flexible, True, name, nullable), 1
     raise ValueError(f"no length check for kafka type {kafka_type!r}")
 
 
-def _field_check(field: Field[Any], flexible: bool) -> Check:
+def _field_check(field: Field[Any], flexible: bool, owner: str) -> Check:
     kind = classify_field(field)
+    name = f"{owner}.{field.name}"
+    nullable = is_optional(field)
     if isinstance(kind, EntityTupleField):
-        return _array(flexible, entity_check(kind.type_), 1)
+        return _array(flexible, entity_check(kind.type_), 1, name, nullable)
     if isinstance(kind, EntityField):
         inner = entity_check(kind.type_)
-        return _nullable(inner) if is_optional(field) else inner
-    check, size = _primitive(get_schema_field_type(field), flexible)
+        return _nullable(inner) if nullable else inner
+    # Items of a primitive array are never null (Kafka's schemas have no nullable array items).
+    check, size = _primitive(get_schema_field_type(field), flexible, name, nullable and not isinstance(
+        kind, PrimitiveTupleField))
     if isinstance(kind, PrimitiveTupleField):
-        return _array(flexible, check, size)
+        return _array(flexible, check, size, name, nullable)
     return check
 
 
@@ -145,9 +164,9 @@ def entity_check(cls: type) -> Check:
     for field in fields(cls):
         tag = get_field_tag(field)
         if tag is None:
-            regular.append(_field_check(field, flexible))
+            regular.append(_field_check(field, flexible, cls.__name__))
         else:
-            tagged[tag] = _field_check(field, flexible)
+            tagged[tag] = _field_check(field, flexible, cls.__name__)
 
     def check(buffer: bytes, position: int, end: int) -> int:
         for item in regular:

@@ -1,11 +1,20 @@
-"""`LogStore` on disk: one directory `<topic>-<partition>` per partition under the data dir."""
+"""`LogStore` on disk: one directory `<topic>-<partition>` per partition under the data dir.
+
+The store holds an exclusive `flock` on `<data dir>/.lock` while it is open, as Apache Kafka's
+LogManager locks `.lock` in each log dir: a second broker on the same directory stops at start-up
+instead of writing the same segments. The kernel drops the lock when the process dies, so a crash
+never leaves a stale lock behind.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import shutil
 from pathlib import Path
 
+from broker.config import ConfigError
 from broker.log_store import LogConfig, PartitionLog
 from broker.storage.cleaner import clean
 from broker.storage.config import StorageConfig
@@ -28,10 +37,35 @@ def storage_config(config: LogConfig) -> StorageConfig:
     )
 
 
+class DataDirError(ConfigError):
+    """The data directory cannot be created or opened, or another broker holds its lock."""
+
+
+LOCK_FILE = ".lock"
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Create `data_dir` if needed and lock it; returns the lock's file descriptor (closing it unlocks)."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise DataDirError(f"cannot use data dir {data_dir}: {exc.strerror or exc}; pass a writable --data-dir"
+                           " (log.dirs)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise DataDirError(f"data dir {data_dir} is in use by another broker process (it holds"
+                           f" {data_dir / LOCK_FILE}); stop that broker or pass another --data-dir",
+                           retriable=True) from None
+    return fd
+
+
 class DiskLogStore:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = lock_data_dir(data_dir)
         self._logs: dict[tuple[str, int], DiskPartitionLog] = {}
         self._policies: dict[tuple[str, int], LogConfig] = {}
 
@@ -77,3 +111,6 @@ class DiskLogStore:
         for log in self._logs.values():
             log.close()
         self._logs.clear()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None

@@ -105,12 +105,12 @@ def test_bad_arguments_and_busy_port_are_named(tmp_path: Path) -> None:
 
 
 def test_node_settings_follow_the_port_layout_roles_racks_and_overrides(tmp_path: Path) -> None:
-    five = DevCluster(5, tmp_path, 30000, rack_count=2, settings={"min.insync.replicas": "1", "x.y": "z"})
+    five = DevCluster(5, tmp_path, 30000, rack_count=2, settings={"min.insync.replicas": "1", "cluster.id": "z"})
     voters = "1@127.0.0.1:30005,2@127.0.0.1:30006,3@127.0.0.1:30007"
     assert five.node_settings(1) == {
         "node.id": "1", "process.roles": "broker,controller", "controller.quorum.voters": voters,
         "broker.rack": "rack-1", "default.replication.factor": "3", "min.insync.replicas": "1",
-        "offsets.topic.replication.factor": "3", "x.y": "z",
+        "offsets.topic.replication.factor": "3", "cluster.id": "z",
     }
     assert five.node_settings(4)["process.roles"] == "broker" and five.node_settings(4)["broker.rack"] == "rack-0"
     command = five.command(4)

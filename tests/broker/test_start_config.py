@@ -1,0 +1,103 @@
+"""`broker start` refuses bad properties and busy or unusable data dirs: one line, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.config import DEFAULTS, ConfigError
+from broker.config_catalog import BROKER_CONFIGS, check_broker_properties
+from broker.dev_cluster import DevCluster
+from lakefeed_testing.net import free_port, port_open, wait_until
+
+
+def _start(tmp_path: Path, *args: str, data_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(data_dir or tmp_path / "data"),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{free_port()}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("--set", "log.retention.hour=5"),
+     "unknown broker property 'log.retention.hour'; did you mean log.retention.hours?"),
+    (("--set", "num.partitions=three"), "num.partitions='three': expected an integer"),
+    (("--set", "auto.create.topics.enable=yes"), "auto.create.topics.enable='yes': expected true or false"),
+    (("--set", "log.segment.bytes=1GB"), "log.segment.bytes='1GB': expected an integer (sizes are plain byte counts"),
+    (("--set", "num.partitions=0"), "num.partitions='0': must be at least 1"),
+    (("--set", "process.roles=broker,leader"), "process.roles='broker,leader': each item must be one of broker"),
+    (("--set", "ssl.keystore.location=/etc/k.jks"), "ssl.keystore.location: TLS is not supported yet"),
+    (("--set", "sasl.enabled.mechanisms=PLAIN"), "sasl.enabled.mechanisms: SASL authentication is not supported yet"),
+    (("--listeners", "SSL://127.0.0.1:9093"), "listeners='SSL://127.0.0.1:9093': SSL listeners are not supported yet"),
+    (("--set", "listener.security.protocol.map=PLAINTEXT:SASL_SSL"),
+     "listener.security.protocol.map='PLAINTEXT:SASL_SSL': security protocol SASL_SSL is not supported yet"),
+    (("--set", "retention.ms=1000"), "retention.ms is a topic config, not a broker property; the broker-wide default"
+     " is log.retention.ms"),
+], ids=["typo", "int", "bool-yes", "size-unit", "range", "roles", "ssl", "sasl", "ssl-listener", "protocol-map",
+        "topic-config"])
+def test_bad_properties_stop_the_broker_with_one_line(tmp_path: Path, args: tuple[str, ...], expected: str) -> None:
+    assert expected in _one_line_error(_start(tmp_path, *args))
+    assert not (tmp_path / "data").exists()  # refused before anything is written
+
+
+def test_a_bad_value_in_a_config_file_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "server.yaml"
+    config.write_text("num.partitions: 3\nlog:\n  retention:\n    hours: five\n")
+    line = _one_line_error(_start(tmp_path, "--config", str(config)))
+    assert "log.retention.hours='five': expected an integer" in line
+
+
+def test_valid_properties_pass_and_every_default_is_valid() -> None:
+    assert set(DEFAULTS) <= set(BROKER_CONFIGS)  # every property the broker reads is in the catalog
+    check_broker_properties({name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None})
+    check_broker_properties({"auto.create.topics.enable": "FALSE", "queued.max.request.bytes": "-1",
+                             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT", "log.retention.minutes": "30"})
+
+
+def test_dev_cluster_checks_its_settings_up_front(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"did you mean min\.insync\.replicas"):
+        DevCluster(3, tmp_path, 20000, settings={"min.insync.replica": "2"})
+    result = subprocess.run([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "1", "--data-dir",
+                             str(tmp_path / "c"), "--set", "num.partitions=three"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "num.partitions='three'" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_second_broker_on_the_same_data_dir_is_refused(tmp_path: Path) -> None:
+    port = free_port()
+    first = subprocess.Popen([sys.executable, "-m", "broker.cli", "start", "--data-dir", str(tmp_path / "data"),
+                              "--listeners", f"PLAINTEXT://127.0.0.1:{port}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: first.poll() is None)
+        line = _one_line_error(_start(tmp_path))
+        assert f"data dir {tmp_path / 'data'} is in use by another broker process" in line
+    finally:
+        first.terminate()
+        first.wait(timeout=15)
+    # The lock goes with the process: the same dir starts again.
+    port = free_port()
+    again = subprocess.Popen([sys.executable, "-m", "broker.cli", "start", "--data-dir", str(tmp_path / "data"),
+                              "--listeners", f"PLAINTEXT://127.0.0.1:{port}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: again.poll() is None)
+    finally:
+        again.terminate()
+        again.wait(timeout=15)
+
+
+def test_an_uncreatable_data_dir_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    line = _one_line_error(_start(tmp_path, data_dir=tmp_path / "file" / "data"))
+    assert f"cannot use data dir {tmp_path / 'file' / 'data'}: Not a directory" in line
