@@ -36,6 +36,8 @@ from changefeed.source.ddl import ParsedDDL, parse_ddl
 from changefeed.source.records import (
     BeginRecord,
     CommitRecord,
+    DMLStatementRecord,
+    HeartbeatRecord,
     QueryRecord,
     RotateRecord,
     RowsRecord,
@@ -53,6 +55,7 @@ from changefeed.source.server import (
     translate_error,
 )
 from changefeed.source.snapshot import ProgressCallback, snapshot
+from changefeed.source.statement_dml import refuse_statement_dml
 
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("initial", "never", "initial_only")
@@ -233,6 +236,12 @@ class CaptureSource:
             elif isinstance(record, RotateRecord):
                 tables.clear()
                 tracker.forget_table_ids()
+            elif isinstance(record, DMLStatementRecord):
+                refuse_statement_dml(record.statement, record.sql, record.position, keep.keeps_table)
+            elif isinstance(record, HeartbeatRecord) and record.position is not None and not in_group:
+                # An idle source: the checkpoint (and its lag) follows the server's binlog end, as
+                # TiCDC's resolved ts does; delivery still moves it only once all before is acknowledged.
+                yield TransactionCommit(Checkpoint(record.position, clock.next(record.timestamp)), 0)
 
     def _ddl(self, record: QueryRecord, parsed: ParsedDDL, commit_ts: int) -> Iterator[DDLEvent]:
         touched = parsed.tables
