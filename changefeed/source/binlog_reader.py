@@ -246,7 +246,7 @@ class BinlogReader:
         to resume from by file and offset."""
         file = str(event.ident).rstrip("\x00")
         pos = int(event.packet.log_pos or 0)
-        now = int(time.time())
+        now = time.time()
         if file != last_end.file or pos < last_end.pos:
             return HeartbeatRecord(None, now)
         return HeartbeatRecord(Position(file, pos, str(self._gtids)), now)

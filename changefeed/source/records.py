@@ -137,11 +137,11 @@ class HeartbeatRecord:
     """The server had nothing to send for the heartbeat period (MySQL manual, MASTER_HEARTBEAT_PERIOD).
 
     `position` is where the server's binlog ends now, a transaction boundary, when the reader can
-    tell (same file, not behind the last event); None otherwise. `timestamp` is this host's clock in
-    seconds: a heartbeat event carries none."""
+    tell (same file, not behind the last event); None otherwise. `timestamp` is this host's clock
+    (Unix seconds): a heartbeat event carries none."""
 
     position: Position | None
-    timestamp: int
+    timestamp: float
 
 
 BinlogRecord = (BeginRecord | TableMap | RowsRecord | QueryRecord | DMLStatementRecord | CommitRecord

@@ -88,7 +88,7 @@ def test_database_path_idle_lag_and_statement_dml(
 
             time.sleep(8)  # idle: heartbeats keep the checkpoint near now
             lag = cli_json(server, "statistics", "-c", "path")["checkpoint_lag_seconds"]
-            assert lag is not None and lag < 4.0, f"checkpoint lag {lag} s on an idle source"
+            assert lag is not None and lag < 5.0, f"checkpoint lag {lag} s on an idle source"
 
             with mysql.connect(database) as conn, conn.cursor() as cur:
                 cur.execute("SET SESSION binlog_format=STATEMENT")
