@@ -8,6 +8,7 @@ changefeed config where it has one (kebab-case):
     snapshot-mode: initial            # initial | never | initial_only
     memory-quota: 67108864            # bytes in flight to the sink
     changefeed-error-stuck-duration: 30m
+    force-replicate: false            # true: also capture tables without a primary/NOT NULL unique key
     filter:
       rules: ["shop.*", "!shop.tmp_*"]
       event-filters:
@@ -31,6 +32,7 @@ from typing import Any
 import yaml
 
 from changefeed.dispatch.router import STRATEGIES, DispatchRule
+from changefeed.dispatch.topic import check_topic_expression
 from changefeed.errors import ConfigError
 from changefeed.filter import ChangeFilter, EventFilterRule, TableFilter
 from changefeed.source.capture import SNAPSHOT_MODES
@@ -58,9 +60,13 @@ class ChangefeedConfig:
     filter_rules: tuple[str, ...] = ("*.*",)
     event_filters: tuple[EventFilterRule, ...] = ()
     sink: SinkOptions = field(default_factory=SinkOptions)
+    # TiCDC's force-replicate: capture tables that have neither a primary key nor a NOT NULL unique
+    # key instead of refusing them at create (their rows carry no key to merge by downstream).
+    force_replicate: bool = False
 
-    def change_filter(self) -> ChangeFilter:
-        return ChangeFilter(TableFilter(self.filter_rules, self.case_sensitive), self.event_filters)
+    def change_filter(self, database: str | None = None) -> ChangeFilter:
+        """The filter; `database` (the source URI's path) limits it to that one database."""
+        return ChangeFilter(TableFilter(self.filter_rules, self.case_sensitive, database), self.event_filters)
 
 
 class _Reader:
@@ -158,6 +164,11 @@ def _dispatcher(raw: Any, path: str) -> DispatchRule:
     topic = r.get("topic", None)
     if topic is not None and not (isinstance(topic, str) and topic):
         raise ConfigError(f"{path}.topic: {_show(topic)} is not allowed; use an expression like cdc_{{schema}}")
+    if topic is not None:
+        try:
+            check_topic_expression(topic)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}.topic: {exc}") from exc
     return DispatchRule(
         r.strings("matcher", (), non_empty=True) or _missing(f"{path}.matcher"),
         partition,
@@ -192,7 +203,7 @@ def _sink(raw: Any, path: str) -> SinkOptions:
 def parse_config(data: Any) -> ChangefeedConfig:
     """Validate an already-loaded YAML document (a mapping, or None for defaults)."""
     top = _Reader(data, "", ("case-sensitive", "snapshot-mode", "memory-quota",
-                             "changefeed-error-stuck-duration", "filter", "sink"))
+                             "changefeed-error-stuck-duration", "force-replicate", "filter", "sink"))
     case_sensitive = top.boolean("case-sensitive", False)
     flt = _Reader(top.get("filter", None), "filter", ("rules", "event-filters"))
     rules = flt.strings("rules", ("*.*",), non_empty=True)
@@ -208,6 +219,7 @@ def parse_config(data: Any) -> ChangefeedConfig:
         filter_rules=rules,
         event_filters=tuple(_event_filter(item, p, case_sensitive) for p, item in flt.items("event-filters")),
         sink=_sink(top.get("sink", None), "sink"),
+        force_replicate=top.boolean("force-replicate", False),
     )
 
 

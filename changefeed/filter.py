@@ -72,8 +72,14 @@ def _split(rule: str) -> tuple[str, str]:
 
 
 class TableFilter:
-    def __init__(self, rules: Sequence[str] = ("*.*",), case_sensitive: bool = False) -> None:
+    """The rules; `database`, when given (the source URI's path), is a filter of its own: only its
+    tables can match, whatever the rules say."""
+
+    def __init__(self, rules: Sequence[str] = ("*.*",), case_sensitive: bool = False,
+                 database: str | None = None) -> None:
         flags = 0 if case_sensitive else re.IGNORECASE
+        self._database = None if database is None else (database if case_sensitive else database.lower())
+        self._case_sensitive = case_sensitive
         self._rules: list[_Rule] = []
         for raw in rules:
             text = raw.strip()
@@ -90,7 +96,7 @@ class TableFilter:
         if cached is not None:
             return cached
         result = False
-        if table.schema.lower() not in SYSTEM_SCHEMAS:
+        if table.schema.lower() not in SYSTEM_SCHEMAS and self._in_database(table.schema):
             for rule in reversed(self._rules):
                 if rule.schema.match(table.schema) and rule.table.match(table.table):
                     result = not rule.negated
@@ -100,9 +106,15 @@ class TableFilter:
 
     def matches_schema(self, schema: str) -> bool:
         """Could any table of this schema match? (for CREATE/DROP DATABASE)"""
-        if schema.lower() in SYSTEM_SCHEMAS:
+        if schema.lower() in SYSTEM_SCHEMAS or not self._in_database(schema):
             return False
         return any(not r.negated and r.schema.match(schema) for r in self._rules)
+
+
+    def _in_database(self, schema: str) -> bool:
+        if self._database is None:
+            return True
+        return (schema if self._case_sensitive else schema.lower()) == self._database
 
 
 @dataclass(frozen=True)

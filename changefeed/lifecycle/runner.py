@@ -15,7 +15,7 @@ from typing import Protocol
 
 from changefeed.config import ChangefeedConfig
 from changefeed.errors import SourceConnectionError
-from changefeed.lifecycle.source_uri import parse_source_uri
+from changefeed.lifecycle.source_uri import parse_source_uri, source_database
 from changefeed.model import Checkpoint
 from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import CaptureOptions
@@ -76,7 +76,8 @@ class PipelineRunner:
                 spec.changefeed_id, parse_source_uri(spec.source), spec.sink_uri,
                 capture=CaptureOptions(
                     server_id=1_000_000 + zlib.crc32(spec.changefeed_id.encode()) % 1_000_000_000,
-                    snapshot_mode=spec.config.snapshot_mode, change_filter=spec.config.change_filter(),
+                    snapshot_mode=spec.config.snapshot_mode,
+                    change_filter=spec.config.change_filter(source_database(spec.source)),
                     schema_store_url=spec.metadata_url, changefeed_id=spec.changefeed_id),
                 rules=spec.config.sink.dispatchers, start=spec.start, target_ts=spec.target_ts,
                 sink_options=spec.config.sink, max_retries=0, delivery_timeout_ms=spec.delivery_timeout_ms,

@@ -15,13 +15,16 @@ from dataclasses import dataclass
 import pymysql
 
 from changefeed.config import ChangefeedConfig, load_config
+from changefeed.dispatch.topic import check_topic_expression
 from changefeed.errors import ChangefeedError, ConfigError
-from changefeed.lifecycle.source_uri import parse_source_uri
-from changefeed.model import Checkpoint, Position, compose_tso
+from changefeed.filter import ChangeFilter
+from changefeed.lifecycle.source_uri import parse_source_uri, source_database
+from changefeed.model import Checkpoint, Position, TableName, compose_tso
 from changefeed.source.capture import start_position
+from changefeed.source.server import ConnectionSettings, list_tables, session
 from sink.errors import SinkError
 from sink.kafka import prepare_topic
-from sink.uri import parse_sink_uri
+from sink.uri import KafkaSinkConfig, parse_sink_uri
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _POSITION = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>\d+)$")
@@ -97,6 +100,7 @@ def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: st
     except SinkError as exc:
         raise InvalidDefinition("sink_uri", str(exc)) from exc
     config = parse_config_text(config_text)
+    check_sink_topic(sink_config)
     target_ts = parse_target(target)
     explicit = None if start in (None, "", "now") else parse_position(start, "start")
     now_ts = compose_tso(int(time.time() * 1000), 0)
@@ -115,9 +119,68 @@ def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: st
             raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc.args[-1]}; "
                                     "check the user and password in the source URI") from exc
         position = explicit or here
+        warnings = check_eligible_tables(settings, config.change_filter(source_database(source)),
+                                         config.force_replicate)
         try:
-            warnings = prepare_topic(sink_config).warnings
+            warnings += prepare_topic(sink_config).warnings
         except SinkError as exc:
             raise InvalidDefinition("sink_uri", str(exc), retriable=exc.retriable) from exc
     return Definition(cf_id, source, sink_uri, config_text, config, Checkpoint(position, now_ts), target_ts,
                       warnings)
+
+
+def check_sink_topic(sink_config: KafkaSinkConfig) -> None:
+    """The sink URI's topic is the default topic expression: its placeholders are checked like the
+    dispatchers' (at create, not at the first row)."""
+    try:
+        check_topic_expression(sink_config.topic)
+    except ConfigError as exc:
+        raise InvalidDefinition("sink_uri", f"sink URI topic: {exc}") from exc
+
+
+_KEYED_TABLES = (
+    # Tables with a primary key or a unique key whose every part is a NOT NULL column (a functional
+    # key part has no column: it counts as nullable).
+    "SELECT DISTINCT s.TABLE_SCHEMA, s.TABLE_NAME FROM information_schema.STATISTICS s "
+    "LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = s.TABLE_SCHEMA "
+    "AND c.TABLE_NAME = s.TABLE_NAME AND c.COLUMN_NAME = s.COLUMN_NAME "
+    "WHERE s.NON_UNIQUE = 0 AND s.TABLE_SCHEMA IN ({schemas}) "
+    "GROUP BY s.TABLE_SCHEMA, s.TABLE_NAME, s.INDEX_NAME "
+    "HAVING SUM(c.IS_NULLABLE IS NULL OR c.IS_NULLABLE = 'YES') = 0")
+_LISTED = 20
+
+
+def ineligible_tables(settings: ConnectionSettings, change_filter: ChangeFilter) -> list[TableName]:
+    """Captured tables with neither a primary key nor a NOT NULL unique key (TiCDC's "ineligible
+    tables": their rows have no key to identify them downstream)."""
+    with session(settings) as cur:
+        captured = [t for t in list_tables(cur) if change_filter.keeps_table(t)]
+        if not captured:
+            return []
+        schemas = sorted({t.schema for t in captured})
+        cur.execute(_KEYED_TABLES.format(schemas=", ".join(["%s"] * len(schemas))), schemas)
+        keyed = {TableName(str(schema), str(table)) for schema, table in cur.fetchall()}
+    return [t for t in captured if t not in keyed]
+
+
+def check_eligible_tables(settings: ConnectionSettings, change_filter: ChangeFilter,
+                          force_replicate: bool) -> tuple[str, ...]:
+    """Refuse ineligible tables unless force-replicate (TiCDC docs, "force-replicate"); with it, the
+    returned warning names them."""
+    try:
+        tables = ineligible_tables(settings, change_filter)
+    except ChangefeedError as exc:
+        raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc}",
+                                retriable=exc.retriable) from exc
+    if not tables:
+        return ()
+    names = ", ".join(str(t) for t in tables[:_LISTED]) + (
+        f" and {len(tables) - _LISTED} more" if len(tables) > _LISTED else "")
+    if force_replicate:
+        return (f"force-replicate: capturing {len(tables)} table(s) without a primary key or NOT NULL unique "
+                f"key: {names}; their messages carry no key (pkNames empty), and the Spark pipeline stops on "
+                "them: add a primary key or keep them out of the pipeline's topics",)
+    raise InvalidDefinition(
+        "config", f"ineligible tables (no primary key and no NOT NULL unique key): {names}; add a primary key, "
+        "exclude them with a filter rule such as '!db.table', or set force-replicate: true in the changefeed "
+        "config to capture them anyway")

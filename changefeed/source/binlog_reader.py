@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from pymysqlreplication import BinLogStreamReader, binlogstream
 from pymysqlreplication.event import (
+    ExecuteLoadQueryEvent,
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
@@ -42,13 +44,15 @@ from changefeed.source.records import (
     BinlogColumn,
     BinlogRecord,
     CommitRecord,
-    IdleRecord,
+    DMLStatementRecord,
+    HeartbeatRecord,
     QueryRecord,
     RotateRecord,
     RowsRecord,
     TableMap,
 )
 from changefeed.source.server import ConnectionSettings, translate_error
+from changefeed.source.statement_dml import classify_dml
 
 # The library silently reconnects on a lost connection and resumes from the last event it read, in
 # GTID mode from the start of the current transaction, re-sending part of it with new ordinals. The
@@ -92,7 +96,21 @@ _ROW_KINDS = {
     WriteRowsEvent: RowKind.INSERT, UpdateRowsEvent: RowKind.UPDATE, DeleteRowsEvent: RowKind.DELETE,
 }
 _EVENTS = [RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, TableMapEvent, WriteRowsEvent,
-           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent]
+           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, ExecuteLoadQueryEvent]
+
+
+def _load_query(event: Any) -> tuple[str, bytes]:
+    """(query, default database) of an Execute_load_query event, which the library does not decode.
+
+    Its body after the fixed part the library read is laid out as a Query event's: status variables,
+    the database name, a NUL, then the LOAD DATA statement (MySQL source, Execute_load_query_log_event).
+    """
+    packet = event.packet
+    packet.read(event.status_vars_length)
+    schema = packet.read(event.schema_length)
+    packet.advance(1)
+    size = event.event_size - 26 - event.status_vars_length - event.schema_length - 1
+    return packet.read(size).decode("utf-8", errors="backslashreplace"), schema
 
 
 class GtidState:
@@ -187,10 +205,16 @@ class BinlogReader:
 
     def _records(self) -> Iterator[BinlogRecord]:
         stream = self._stream
+        # Where the last event read ends: a heartbeat may move the position forward, never back.
+        last_end = self._start
         while not self._stop.is_set():
             event = stream.fetchone()
             if event is None:
                 return
+            if isinstance(event, HeartbeatLogEvent):
+                yield self._heartbeat(event, last_end)
+                continue
+            last_end = self._position()
             kind = _ROW_KINDS.get(type(event))
             if kind is not None:
                 yield RowsRecord(kind, event.table_id, event.schema, event.table, event.rows, event.timestamp,
@@ -206,24 +230,42 @@ class BinlogReader:
                 self._gtids.add(event.gtid)
                 yield BeginRecord(event.gtid, event.timestamp, self._position())
             elif isinstance(event, QueryEvent):
-                yield from self._query(event)
+                yield from self._query(event.query, event.schema, event.timestamp)
+            elif isinstance(event, ExecuteLoadQueryEvent):
+                yield from self._query(*_load_query(event), event.timestamp)
             elif isinstance(event, RotateEvent):
                 self._file = event.next_binlog
-                yield RotateRecord(Position(event.next_binlog, event.position, str(self._gtids)))
-            else:
-                yield IdleRecord()
+                last_end = Position(event.next_binlog, event.position, str(self._gtids))
+                yield RotateRecord(last_end)
 
-    def _query(self, event: Any) -> Iterator[BinlogRecord]:
-        sql = event.query.strip()
+    def _heartbeat(self, event: Any, last_end: Position) -> HeartbeatRecord:
+        """The server's heartbeat: its binlog ends at (ident, log_pos) and everything before has been sent.
+
+        Only a position in the file being read and not behind the last event read is taken: MySQL also
+        sends heartbeats for events it skips (GTID auto-position), whose positions are not boundaries
+        to resume from by file and offset."""
+        file = str(event.ident).rstrip("\x00")
+        pos = int(event.packet.log_pos or 0)
+        now = time.time()
+        if file != last_end.file or pos < last_end.pos:
+            return HeartbeatRecord(None, now)
+        return HeartbeatRecord(Position(file, pos, str(self._gtids)), now)
+
+    def _query(self, query: str, schema: Any, timestamp: int) -> Iterator[BinlogRecord]:
+        sql = query.strip()
         upper = sql[:8].upper()
         if upper.startswith("BEGIN"):
-            yield BeginRecord("", event.timestamp, self._position())
+            yield BeginRecord("", timestamp, self._position())
         elif upper.startswith("COMMIT"):
-            yield self._commit(event.timestamp)
+            yield self._commit(timestamp)
         else:
-            database = event.schema.decode() if isinstance(event.schema, bytes) else str(event.schema)
+            database = schema.decode() if isinstance(schema, bytes) else str(schema)
             position = self._position()
-            yield QueryRecord(sql, database, event.timestamp, position, position)
+            statement = classify_dml(sql, database)
+            if statement is not None:
+                yield DMLStatementRecord(sql, statement, position)
+            else:
+                yield QueryRecord(sql, database, timestamp, position, position)
 
     def _commit(self, timestamp: int) -> CommitRecord:
         position = self._position()

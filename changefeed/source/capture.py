@@ -37,6 +37,8 @@ from changefeed.source.ddl import ddl_events
 from changefeed.source.records import (
     BeginRecord,
     CommitRecord,
+    DMLStatementRecord,
+    HeartbeatRecord,
     QueryRecord,
     RotateRecord,
     RowsRecord,
@@ -54,9 +56,11 @@ from changefeed.source.server import (
     translate_error,
 )
 from changefeed.source.snapshot import ProgressCallback, snapshot
+from changefeed.source.statement_dml import refuse_statement_dml
 
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("initial", "never", "initial_only")
+RESOLVED_MARGIN_S = 2.0
 
 
 class CommitClock:
@@ -71,6 +75,16 @@ class CommitClock:
         ts = compose_tso(physical, 0) if physical > tso_physical_ms(self.last) else self.last + 1
         self.last = ts
         return ts
+
+    def resolved(self, now: float) -> int:
+        """Timestamp of a heartbeat checkpoint (no transaction) at `now` on this host's clock.
+
+        It stays RESOLVED_MARGIN_S behind `now` and never passes a commit's logical count, so the
+        commits that follow get the timestamps they would get without the heartbeat (a replay from
+        an older checkpoint sees no heartbeats, and must give a re-sent row its old timestamp), as
+        long as the source's clock is less than a second behind this host's."""
+        self.last = max(self.last, compose_tso(int((now - RESOLVED_MARGIN_S) * 1000), 0))
+        return self.last
 
 
 @dataclass(frozen=True)
@@ -234,6 +248,12 @@ class CaptureSource:
             elif isinstance(record, RotateRecord):
                 tables.clear()
                 tracker.forget_table_ids()
+            elif isinstance(record, DMLStatementRecord):
+                refuse_statement_dml(record.statement, record.sql, record.position, keep.keeps_table)
+            elif isinstance(record, HeartbeatRecord) and record.position is not None and not in_group:
+                # An idle source: the checkpoint (and its lag) follows the server's binlog end, as
+                # TiCDC's resolved ts does; delivery still moves it only once all before is acknowledged.
+                yield TransactionCommit(Checkpoint(record.position, clock.resolved(record.timestamp)), 0)
 
     def _ddl(self, record: QueryRecord, parsed: ParsedDDL, commit_ts: int) -> Iterator[DDLEvent]:
         keeps = self.options.change_filter.keeps_table

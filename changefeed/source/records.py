@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from changefeed.model import Position, RowKind
+from changefeed.source.statement_dml import StatementDML
 
 
 class FieldType:
@@ -100,7 +101,7 @@ class RowsRecord:
 
 @dataclass(frozen=True)
 class QueryRecord:
-    """A statement other than BEGIN/COMMIT (DDL, or DML logged as a statement)."""
+    """A statement other than BEGIN/COMMIT and DML (DDL, SAVEPOINT, GRANT, ...)."""
 
     sql: str
     database: str
@@ -123,8 +124,25 @@ class RotateRecord:
 
 
 @dataclass(frozen=True)
-class IdleRecord:
-    """No event for a while (server heartbeat): a chance to look at the stop signal."""
+class DMLStatementRecord:
+    """DML logged as a statement (binlog_format STATEMENT or MIXED): its rows are not in the binlog."""
+
+    sql: str
+    statement: StatementDML
+    position: Position  # after the event
 
 
-BinlogRecord = BeginRecord | TableMap | RowsRecord | QueryRecord | CommitRecord | RotateRecord | IdleRecord
+@dataclass(frozen=True)
+class HeartbeatRecord:
+    """The server had nothing to send for the heartbeat period (MySQL manual, MASTER_HEARTBEAT_PERIOD).
+
+    `position` is where the server's binlog ends now, a transaction boundary, when the reader can
+    tell (same file, not behind the last event); None otherwise. `timestamp` is this host's clock
+    (Unix seconds): a heartbeat event carries none."""
+
+    position: Position | None
+    timestamp: float
+
+
+BinlogRecord = (BeginRecord | TableMap | RowsRecord | QueryRecord | DMLStatementRecord | CommitRecord
+                | RotateRecord | HeartbeatRecord)

@@ -63,3 +63,21 @@ def test_errors_name_path_value_and_allowed(text: str, expected: list[str]) -> N
         load_config(text)
     for part in expected:
         assert part in str(info.value)
+
+
+def test_topic_placeholders_are_checked_with_the_key_path() -> None:
+    with pytest.raises(ConfigError, match=r"sink.dispatchers\[0\].topic: .*\{db\}; valid placeholders: "
+                                          r"\{schema\}, \{table\}"):
+        load_config("sink:\n  dispatchers:\n    - {matcher: ['*.*'], topic: 'cdc_{db}_{table}'}\n")
+
+
+def test_force_replicate_and_the_source_database() -> None:
+    assert load_config("force-replicate: true").force_replicate is True
+    assert load_config("").force_replicate is False
+    with pytest.raises(ConfigError, match="force-replicate"):
+        load_config("force-replicate: yes please")
+    keep = load_config("filter:\n  rules: ['*.*', '!shop.tmp']").change_filter("Shop")
+    assert keep.keeps_table(TableName("shop", "orders"))
+    assert not keep.keeps_table(TableName("other", "orders"))  # outside the URI's database
+    assert not keep.keeps_table(TableName("shop", "tmp"))  # the rules still apply inside it
+    assert keep.tables.matches_schema("shop") and not keep.tables.matches_schema("other")

@@ -21,6 +21,19 @@ def test_commit_clock_strictly_increases_even_when_time_stands_or_steps_back() -
     assert resumed.next(50) == stamps[-1] + 1
 
 
+def test_heartbeat_timestamps_leave_the_following_commits_unchanged() -> None:
+    plain = CommitClock()
+    stamps = [plain.next(s) for s in (100, 100, 103)]
+    clock = CommitClock()
+    # (kind, time): heartbeats at this host's time, commits at the source's second, interleaved.
+    sequence = [("hb", 100.2), ("commit", 100), ("hb", 100.9), ("commit", 100), ("hb", 102.5),
+                ("hb", 104.9), ("commit", 103), ("hb", 106.0)]
+    out = [(kind, clock.resolved(t) if kind == "hb" else clock.next(int(t))) for kind, t in sequence]
+    assert [ts for kind, ts in out if kind == "commit"] == stamps
+    assert [ts for _, ts in out] == sorted(ts for _, ts in out)  # checkpoints never go back
+    assert tso_physical_ms(out[-1][1]) == 104_000  # an idle source: 2 s behind this host's clock
+
+
 def test_position_order_across_files() -> None:
     assert Position("binlog.000002", 4) > Position("binlog.000001", 9999)
     assert Position("binlog.000010", 4).sort_key > Position("binlog.000009", 5).sort_key

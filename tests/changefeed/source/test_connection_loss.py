@@ -70,7 +70,17 @@ def _dedupe(events: list[CaptureEvent]) -> list[tuple[int, int, object, object]]
 
 
 def _commits(events: list[CaptureEvent]) -> list[int]:
-    return [e.checkpoint.commit_ts for e in events if isinstance(e, TransactionCommit)]
+    """Commit timestamps of the transactions and DDL (a blocking capture's heartbeat checkpoints,
+    which end nothing, are left out)."""
+    commits, carried = [], False
+    for e in events:
+        if isinstance(e, TransactionCommit):
+            if carried:
+                commits.append(e.checkpoint.commit_ts)
+            carried = False
+        else:
+            carried = True
+    return commits
 
 
 def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
