@@ -227,6 +227,15 @@ class GroupCoordinator:
         elif member_id not in group.members:
             raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
         member = group.members.get(member_id)
+        if member is not None and member.protocols == protocols and (
+            group.state is GroupState.COMPLETING_REBALANCE
+            or (group.state is GroupState.STABLE and member_id != group.leader_id)
+        ):
+            # Kafka's ClassicGroup (doCurrentMemberJoinGroup): a known member rejoining with unchanged protocols
+            # gets the current generation instead of starting a rebalance (a client whose JoinGroup answer was
+            # lost to its own timeout would otherwise rebalance the group again and again).
+            member.last_heartbeat = time.monotonic()
+            return self._join_result(group, member)
         if member is None:
             member = Member(
                 member_id,
@@ -249,7 +258,7 @@ class GroupCoordinator:
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_future = future
         if group.state is not GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member_id} joined ({client_id})")
         self._maybe_complete_join(group)
         return await future
 
@@ -368,10 +377,23 @@ class GroupCoordinator:
         if group.leader_id == member.member_id:
             group.leader_id = None
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member.member_id} {reason}")
         self._maybe_complete_join(group)
 
-    def _prepare_rebalance(self, group: Group) -> None:
+    @staticmethod
+    def _join_result(group: Group, member: Member) -> JoinResult:
+        """The JoinGroup answer of the current generation; the leader also gets every member's metadata."""
+        assert group.leader_id is not None
+        everyone = tuple(
+            JoinedMember(m.member_id, m.group_instance_id, dict(m.protocols).get(group.protocol_name or "", b""))
+            for m in group.members.values()
+        ) if member.member_id == group.leader_id else ()
+        return JoinResult(group.generation, group.protocol_type, group.protocol_name, group.leader_id,
+                          member.member_id, everyone)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
+                 group.group_id, group.state.value, group.generation, reason)
         for member in group.members.values():
             _fail(member.sync_future, ErrorCode.rebalance_in_progress, "group is rebalancing")
             member.sync_future = None
@@ -431,19 +453,8 @@ class GroupCoordinator:
             group.leader_id = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
         assert group.leader_id is not None
-        everyone = tuple(
-            JoinedMember(m.member_id, m.group_instance_id, dict(m.protocols).get(group.protocol_name or "", b""))
-            for m in group.members.values()
-        )
         for member in group.members.values():
-            result = JoinResult(
-                group.generation,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id,
-                member.member_id,
-                everyone if member.member_id == group.leader_id else (),
-            )
+            result = self._join_result(group, member)
             if member.join_future is not None and not member.join_future.done():
                 member.join_future.set_result(result)
             member.join_future = None
