@@ -133,7 +133,9 @@ class ClusterNode:
                     await self.client.call("heartbeat", deadline_s=interval * 2, broker_id=self.node_id)
             except (ControllerUnavailable, ControllerRejected) as exc:
                 log.warning("controller heartbeat failed: %s", exc)
-            await asyncio.sleep(interval)
+            # A restarted broker is registered fenced and serves nothing until a heartbeat unfences it:
+            # ask again soon rather than a whole interval later.
+            await asyncio.sleep(min(interval, 0.1) if registered and not self.ready.is_set() else interval)
 
     # --- metadata ----------------------------------------------------------------------------
     async def _committed_records(self) -> list[tuple[int, dict[str, Any]]]:
@@ -164,7 +166,9 @@ class ClusterNode:
                     if changed or not self._roles_taken:
                         self._reconcile()
                         self._roles_taken = True
-                    self.ready.set()
+                    if not self._fenced(self.node_id):
+                        # As Kafka's BrokerServer: client requests are served once the broker is unfenced.
+                        self.ready.set()
             except ControllerUnavailable as exc:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:

@@ -258,6 +258,15 @@ class GroupCoordinator:
         else:
             self._validate_member(group, member_id, group_instance_id)
         member = group.members.get(member_id)
+        if member is not None and member.protocols == protocols and (
+            group.state is GroupState.COMPLETING_REBALANCE
+            or (group.state is GroupState.STABLE and member_id != group.leader_id)
+        ):
+            # Kafka's ClassicGroup (doCurrentMemberJoinGroup): a known member rejoining with unchanged protocols
+            # gets the current generation instead of starting a rebalance (a client whose JoinGroup answer was
+            # lost to its own timeout would otherwise rebalance the group again and again).
+            member.last_heartbeat = time.monotonic()
+            return self._join_result(group, member)
         if member is None:
             member = Member(
                 member_id,
@@ -280,7 +289,7 @@ class GroupCoordinator:
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_future = future
         if group.state is not GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member_id} joined ({client_id})")
         self._maybe_complete_join(group)
         return await future
 
@@ -328,7 +337,7 @@ class GroupCoordinator:
             # else: a rebalance began meanwhile and answers this member with everyone else
         elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             # The leader may already have assigned for the old member id: rebalance so the new id gets a share.
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"static member {member.group_instance_id} rejoined as {new_id}")
             self._maybe_complete_join(group)
         else:
             self._maybe_complete_join(group)
@@ -477,10 +486,20 @@ class GroupCoordinator:
         if group.leader_id == member.member_id:
             group.leader_id = None
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member.member_id} {reason}")
         self._maybe_complete_join(group)
 
-    def _prepare_rebalance(self, group: Group) -> None:
+    @staticmethod
+    def _join_result(group: Group, member: Member) -> JoinResult:
+        """The JoinGroup answer of the current generation; the leader also gets every member's metadata."""
+        assert group.leader_id is not None
+        everyone = GroupCoordinator._joined_members(group) if member.member_id == group.leader_id else ()
+        return JoinResult(group.generation, group.protocol_type, group.protocol_name, group.leader_id,
+                          member.member_id, everyone)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
+                 group.group_id, group.state.value, group.generation, reason)
         for member in group.members.values():
             _fail(member.sync_future, ErrorCode.rebalance_in_progress, "group is rebalancing")
             member.sync_future = None
@@ -548,16 +567,8 @@ class GroupCoordinator:
             group.leader_id = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
         assert group.leader_id is not None
-        everyone = self._joined_members(group)
         for member in group.members.values():
-            result = JoinResult(
-                group.generation,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id,
-                member.member_id,
-                everyone if member.member_id == group.leader_id else (),
-            )
+            result = self._join_result(group, member)
             if member.join_future is not None and not member.join_future.done():
                 member.join_future.set_result(result)
             member.join_future = None
