@@ -207,3 +207,26 @@ def test_a_java_consumer_restarts_with_its_instance_id_and_kafka_consumer_groups
     header, *rows = [line.split() for line in result.stdout.splitlines() if line.split()[:1] in (["GROUP"], [group])]
     column = header.index("GROUP-INSTANCE-ID")
     assert sorted(r[column] for r in rows) == ["a", "java-1"], result.stdout
+
+
+def test_static_members_keep_their_places_when_the_coordinator_is_killed(cluster: Cluster) -> None:
+    """The stored group names each member's instance id: after the coordinator's kill -9 its successor lets a
+    restarted static member replace its old member id without rebalancing the others."""
+    topic = _topic(cluster, 4)
+    group = f"g-{topic}"
+    a, b = _member(cluster.bootstrap, group, topic, "a"), _member(cluster.bootstrap, group, topic, "b")
+    _pump([a, b], lambda: _stable([a, b], 4), 60, "both static members assigned")
+    _pump([a, b], timeout=1.0)
+    a_events, b_partitions = list(a.events), b.partitions()
+    _, coordinator = until(lambda: (c := _coordinator(cluster.ports[cluster.node_ids[0]], group))[0] == 0 and c,
+                           30, "FindCoordinator")  # type: ignore[misc]
+    b.consumer.close()
+    cluster.kill(coordinator)
+    others = [n for n in cluster.node_ids if n != coordinator]
+    until(lambda: (c := _coordinator(cluster.ports[others[0]], group))[0] == 0 and c[1] != coordinator, 30,
+          "a new coordinator")
+    b2 = _member(cluster.bootstrap_of(others), group, topic, "b")
+    _pump([a, b2], lambda: bool(b2.partitions()), 60, "the restarted member assigned by the new coordinator")
+    _pump([a, b2], timeout=3.0)
+    assert b2.partitions() == b_partitions, (b2.events, b_partitions)
+    assert a.events == a_events, f"the other member was rebalanced: {a.events[len(a_events):]}"
