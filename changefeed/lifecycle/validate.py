@@ -18,7 +18,9 @@ from changefeed.config import ChangefeedConfig, load_config
 from changefeed.errors import ChangefeedError, ConfigError
 from changefeed.lifecycle.source_uri import parse_source_uri
 from changefeed.model import Checkpoint, Position, compose_tso
-from changefeed.source.capture import start_position
+from changefeed.source.binlog_positions import check_start_position
+from changefeed.source.capture import NO_POSITION, start_position
+from changefeed.source.server import ConnectionSettings
 from sink.errors import SinkError
 from sink.kafka import prepare_topic
 from sink.uri import parse_sink_uri
@@ -99,12 +101,12 @@ def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: st
     config = parse_config_text(config_text)
     target_ts = parse_target(target)
     explicit = None if start in (None, "", "now") else parse_position(start, "start")
+    warnings: tuple[str, ...] = start_warnings(config, explicit)
     now_ts = compose_tso(int(time.time() * 1000), 0)
     if target_ts is not None and target_ts <= now_ts and explicit is None:
         raise InvalidDefinition("target", f"target {target} is not in the future; a changefeed starting now "
                                 "would finish at once")
-    warnings: tuple[str, ...] = ()
-    position = explicit or Position("", 0)
+    position = explicit or NO_POSITION
     if check_services:
         try:
             here = start_position(settings)  # also checks binlog settings and the user's grants
@@ -114,10 +116,55 @@ def validate(cf_id: str, source: str, sink_uri: str, config_text: str, start: st
         except pymysql.err.MySQLError as exc:  # e.g. 1045 access denied: the driver's text says it best
             raise InvalidDefinition("source", f"source {settings.host}:{settings.port}: {exc.args[-1]}; "
                                     "check the user and password in the source URI") from exc
-        position = explicit or here
+        position = checked_position(settings, explicit, "start") if explicit else first_position(config, here)
         try:
-            warnings = prepare_topic(sink_config).warnings
+            warnings += prepare_topic(sink_config).warnings
         except SinkError as exc:
             raise InvalidDefinition("sink_uri", str(exc), retriable=exc.retriable) from exc
     return Definition(cf_id, source, sink_uri, config_text, config, Checkpoint(position, now_ts), target_ts,
                       warnings)
+
+
+# --- where a changefeed starts ----------------------------------------------------------------
+
+
+def start_warnings(config: ChangefeedConfig, explicit: Position | None) -> tuple[str, ...]:
+    """A snapshot is taken only by a changefeed starting 'now'; an explicit position means 'from there'."""
+    if explicit is None:
+        return ()
+    if config.snapshot_mode == "initial_only":
+        raise InvalidDefinition("start", f"start {explicit.file}:{explicit.pos} does not go with snapshot-mode "
+                                "'initial_only', which only copies the tables as they are now; use start 'now'")
+    if config.snapshot_mode == "initial":
+        return (f"snapshot-mode 'initial' is not used with start {explicit.file}:{explicit.pos}: the changefeed "
+                "reads the binlog from there without copying the tables; use start 'now' for a snapshot",)
+    return ()
+
+
+def first_position(config: ChangefeedConfig, here: Position) -> Position:
+    """The first checkpoint's position for a changefeed starting 'now' (`here`: the server's current
+    position). With a snapshot it is NO_POSITION: the runner takes the snapshot, and the snapshot's
+    consistent position becomes the checkpoint once acknowledged; storing `here` instead would make the
+    runner stream from it and never copy the rows that already exist."""
+    return here if config.snapshot_mode == "never" else NO_POSITION
+
+
+def checked_position(settings: ConnectionSettings, position: Position, field: str) -> Position:
+    """`position` if the source can serve it (binlog kept, offset inside it at an event start)."""
+    try:
+        return check_start_position(settings, position)
+    except ChangefeedError as exc:
+        raise InvalidDefinition(field, f"{field} {position.file}:{position.pos}: {exc}",
+                                retriable=exc.retriable) from exc
+
+
+def overwrite_checkpoint(source: str, text: str, *, check_services: bool = True) -> Checkpoint:
+    """`resume --overwrite-checkpoint FILE:POS` for a changefeed reading `source`, checked like `--start`."""
+    position = parse_position(text, "overwrite_checkpoint")
+    if check_services:
+        try:
+            settings = parse_source_uri(source)
+        except ConfigError as exc:
+            raise InvalidDefinition("source", str(exc)) from exc
+        position = checked_position(settings, position, "overwrite_checkpoint")
+    return Checkpoint(position, compose_tso(int(time.time() * 1000), 0))

@@ -56,6 +56,15 @@ from changefeed.source.snapshot import ProgressCallback, snapshot
 
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("initial", "never", "initial_only")
+# The position of a stored checkpoint that has none yet: a changefeed created 'now' with snapshot mode
+# 'initial' or 'initial_only' keeps it until its snapshot is acknowledged, so a restart or a takeover
+# before then takes the snapshot again instead of streaming from a position that skips the old rows.
+NO_POSITION = Position("", 0)
+
+
+def awaits_snapshot(checkpoint: Checkpoint | None) -> bool:
+    """No binlog position yet: start as a new changefeed does (snapshot, or the current position)."""
+    return checkpoint is None or not checkpoint.position.file
 
 
 class CommitClock:
@@ -141,7 +150,8 @@ class CaptureSource:
     def events(self) -> Iterator[CaptureEvent]:
         is_mariadb = check_server(self.settings)
         checkpoint = self.start
-        if checkpoint is None:
+        if awaits_snapshot(checkpoint):
+            checkpoint = None
             if self.options.snapshot_mode == "never":
                 with session(self.settings) as cur:
                     checkpoint = Checkpoint(current_position(cur, is_mariadb), 0)
@@ -156,6 +166,8 @@ class CaptureSource:
                     yield item
                 if self.options.snapshot_mode == "initial_only":
                     return
+        elif self.options.snapshot_mode == "initial_only":
+            return  # the snapshot was taken and acknowledged by an earlier run: nothing is left to read
         assert checkpoint is not None
         yield from self._stream_with_reconnect(checkpoint, is_mariadb)
 

@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from changefeed.errors import ServerConfigError
 from changefeed.filter import ChangeFilter
 from changefeed.model import Checkpoint, Position, RowChange, TableName, TableSchema, TransactionCommit
 from changefeed.source.mounter import SnapshotMounter
 from changefeed.source.schema_tracker import SchemaTracker
 from changefeed.source.server import ConnectionSettings, connect, gtid_at, list_tables, translate_error
+from changefeed.source.server_version import binlog_status
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +52,13 @@ def _snapshot_position(cur: Any, settings: ConnectionSettings, is_mariadb: bool)
         with lock.cursor() as lock_cur:
             lock_cur.execute("FLUSH TABLES WITH READ LOCK")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            lock_cur.execute("SHOW MASTER STATUS")
-            row = lock_cur.fetchone()
+            binlog = binlog_status(lock_cur)
             lock_cur.execute("UNLOCK TABLES")
     finally:
         lock.close()
-    return Position(str(row[0]), int(row[1]), str(row[4] or "").replace("\n", "") if len(row) > 4 else "")
+    if binlog is None:
+        raise ServerConfigError("the binlog status is empty: binary logging is off; start with --log-bin")
+    return Position(binlog.file, binlog.pos, binlog.executed_gtid_set)
 
 
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
