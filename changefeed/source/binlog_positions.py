@@ -13,11 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-
 from changefeed.errors import BinlogPurgedError, ConfigError
 from changefeed.model import Position
-from changefeed.source.server import ConnectionSettings, gtid_at, session, translate_error
+from changefeed.source.server import ConnectionSettings, gtid_at, mysql_error_code, session
 from changefeed.source.server_version import server_version
 
 BINLOG_HEADER = 4  # every binlog starts with the 4-byte magic; the first event follows it
@@ -40,14 +38,11 @@ def binary_logs(cur: Any) -> list[BinlogFile]:
 def check_start_position(settings: ConnectionSettings, position: Position) -> Position:
     """The position, with its GTID state filled in where the server can tell (MariaDB), if a changefeed
     can start there; ConfigError naming what is valid, or BinlogPurgedError, otherwise."""
-    try:
-        with session(settings) as cur:
-            is_mariadb = server_version(cur).is_mariadb
-            files = binary_logs(cur)
-            _check_file_and_offset(cur, files, position)
-            return Position(position.file, position.pos, gtid_at(cur, position.file, position.pos, is_mariadb))
-    except pymysql.err.MySQLError as exc:
-        raise translate_error(exc, f"checking binlog position {position.file}:{position.pos}") or exc from exc
+    with session(settings) as cur:  # driver errors come out as our errors (connection lost, ...)
+        is_mariadb = server_version(cur).is_mariadb
+        files = binary_logs(cur)
+        _check_file_and_offset(cur, files, position)
+        return Position(position.file, position.pos, gtid_at(cur, position.file, position.pos, is_mariadb))
 
 
 def _check_file_and_offset(cur: Any, files: list[BinlogFile], position: Position) -> None:
@@ -72,8 +67,8 @@ def _check_file_and_offset(cur: Any, files: list[BinlogFile], position: Position
     try:
         cur.execute("SHOW BINLOG EVENTS IN %s FROM %s LIMIT 1", (found.name, position.pos))
         cur.fetchall()
-    except pymysql.err.MySQLError as exc:
-        if not (exc.args and exc.args[0] == 1220):  # ER_ERROR_WHEN_EXECUTING_COMMAND: a bad offset
+    except Exception as exc:
+        if mysql_error_code(exc) != 1220:  # ER_ERROR_WHEN_EXECUTING_COMMAND: a bad offset
             raise
         before, after = nearest_event_starts(cur, found, position.pos)
         nearest = " or ".join(f"{found.name}:{p}" for p in (before, after) if p is not None)

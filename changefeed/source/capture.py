@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from changefeed.errors import ConfigError, SourceConnectionError
+from changefeed.errors import ConfigError, SnapshotRetryError, SourceConnectionError
 from changefeed.filter import ChangeFilter
 from changefeed.model import (
     CaptureEvent,
@@ -156,7 +156,22 @@ class CaptureSource:
                 with session(self.settings) as cur:
                     checkpoint = Checkpoint(current_position(cur, is_mariadb), 0)
             else:
-                clock = CommitClock()
+                checkpoint = yield from self._snapshot(is_mariadb)
+                if self.options.snapshot_mode == "initial_only":
+                    return
+        elif self.options.snapshot_mode == "initial_only":
+            return  # the snapshot was taken and acknowledged by an earlier run: nothing is left to read
+        assert checkpoint is not None
+        yield from self._stream_with_reconnect(checkpoint, is_mariadb)
+
+    def _snapshot(self, is_mariadb: bool) -> Generator[CaptureEvent, None, Checkpoint]:
+        """The snapshot's rows, then its commit; returns its checkpoint. A table created or changed
+        under the snapshot makes it start over (the rows sent already are sent again: at least once)."""
+        clock = CommitClock()
+        attempt = 0
+        while True:
+            try:
+                checkpoint = None
                 for item in snapshot(self.settings, self._tracker, self.options.change_filter,
                                      is_mariadb=is_mariadb, commit_ts=clock.next,
                                      chunk_size=self.options.snapshot_chunk_size,
@@ -164,12 +179,13 @@ class CaptureSource:
                     if isinstance(item, TransactionCommit):
                         checkpoint = item.checkpoint
                     yield item
-                if self.options.snapshot_mode == "initial_only":
-                    return
-        elif self.options.snapshot_mode == "initial_only":
-            return  # the snapshot was taken and acknowledged by an earlier run: nothing is left to read
-        assert checkpoint is not None
-        yield from self._stream_with_reconnect(checkpoint, is_mariadb)
+                assert checkpoint is not None  # snapshot() always ends with its commit
+                return checkpoint
+            except SnapshotRetryError as exc:
+                if attempt >= self.options.backoff.max_attempts or self.stop.is_set():
+                    raise
+                attempt += 1
+                log.warning("%s; taking the snapshot again (attempt %d)", exc, attempt)
 
     def _stream_with_reconnect(self, checkpoint: Checkpoint, is_mariadb: bool) -> Iterator[CaptureEvent]:
         attempt = 0

@@ -69,6 +69,13 @@ def translate_error(exc: BaseException, where: str) -> ChangefeedError | None:
     return None
 
 
+def mysql_error_code(exc: BaseException) -> int | None:
+    """The server's error number of a driver error (e.g. 1220, 1412), None for anything else."""
+    if isinstance(exc, pymysql.err.MySQLError) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return None
+
+
 def connect(settings: ConnectionSettings, database: str | None = None,
             autocommit: bool = True) -> pymysql.Connection[Any]:
     try:
