@@ -136,3 +136,35 @@ def test_bad_start_positions_are_refused_at_once(
     resumed = cli_json(server, "resume", "-c", "ok", "--overwrite-checkpoint", f"{name}:{starts[-2]}")
     assert (resumed["state"], resumed["checkpoint"]["pos"]) == ("normal", starts[-2])
     cli_json(server, "remove", "-c", "ok")
+
+
+def test_start_at_a_time(
+    mysql: MySQLServer, database: str, broker: Process, start_server: StartServer, tmp_path: Path
+) -> None:
+    mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", database=database)
+    insert_rows(mysql, database, range(0, 50))  # before the start time: not wanted
+    time.sleep(1.1)  # binlog times are whole seconds
+    moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
+    time.sleep(1.1)
+    insert_rows(mysql, database, range(50, 100))
+    server = start_server()
+    topic = f"time-{database}"
+    common = ["--source", source_uri(mysql), "--sink-uri", f"kafka://{broker.bootstrap}/{topic}",
+              "--config", str(_config(tmp_path, database, "never"))]
+    for start, expected in [("2999-01-01T00:00:00", "is in the future"),
+                            ("1971-01-01T00:00:00", "changes before then are no longer there"),
+                            ("last tuesday", "or a time: ISO-8601")]:
+        result = cli(server, "create", "--changefeed-id", "bad", *common, "--start", start, output="table")
+        assert result.returncode == 1 and expected in result.stderr, (start, result.stderr)
+    assert cli_json(server, "list", "--all") == []
+    created = cli_json(server, "create", "--changefeed-id", "at", *common, "--start", moment)
+    assert created["checkpoint"]["file"], created
+    reader = TopicReader(broker.bootstrap, topic)
+    try:
+        reader.wait_ids(set(range(50, 100)), timeout=60)
+        time.sleep(1)
+        reader.poll(1)
+        assert not any(i < 50 for i in reader.inserts), "rows from before the start time were sent"
+    finally:
+        reader.close()
+    cli_json(server, "remove", "-c", "at")
