@@ -35,8 +35,14 @@ def _binlogs(mysql: MySQLServer) -> list[tuple[str, int]]:
 def test_initial_snapshot_then_binlog_across_restarts(
     mysql: MySQLServer, database: str, broker: Process, start_server: StartServer, tmp_path: Path
 ) -> None:
-    mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", database=database)
-    insert_rows(mysql, database, range(0, 20_000))  # before the changefeed: only a snapshot has them
+    mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))",
+                  "CREATE TABLE u (id INT PRIMARY KEY, v VARCHAR(40))",
+                  "INSERT INTO u VALUES (100000, 'u'), (100001, 'u')", database=database)
+    insert_rows(mysql, database, range(0, 2000))  # before the changefeed: only a snapshot has them
+    # The snapshot reads t, then waits for u (a consistent read still needs u's metadata lock): the
+    # server is killed there, mid-snapshot, with every row of t already in the topic.
+    locker = mysql.connect(database)
+    locker.cursor().execute("LOCK TABLES u WRITE")
     server = start_server("s1")
     topic = f"snap-{database}"
     created = cli_json(server, "create", "--changefeed-id", "snap", "--source", source_uri(mysql),
@@ -45,34 +51,38 @@ def test_initial_snapshot_then_binlog_across_restarts(
     assert created["checkpoint"]["file"] == "", "no binlog position until the snapshot is acknowledged"
     reader = TopicReader(broker.bootstrap, topic)
     try:
-        # Kill the server mid-snapshot: the checkpoint must still say 'no position', so the next server
-        # takes the snapshot again (duplicates allowed) instead of streaming past the old rows.
-        wait_for(lambda: reader.poll(0.2) or len(reader.inserts) > 0, 60, "the snapshot's first rows")
+        reader.wait_ids(set(range(2000)), timeout=60)
         server.kill()
         pending = wait_for(lambda: _query_store(tmp_path), 10, "the stored checkpoint")
-        assert pending["file"] == "", "the snapshot was acknowledged before the kill: make the table bigger"
-        insert_rows(mysql, database, range(20_000, 20_100))  # while no server runs
-        server = start_server("s1")
-        reader.wait_ids(set(range(20_100)), timeout=120)  # every old row, then the binlog, no gap
-        done = wait_for(lambda: (cp := cli_json(server, "query", "-c", "snap")["checkpoint"])["file"] and cp,
-                        30, "a binlog checkpoint after the snapshot")
-        assert done["pos"] > 0
+        assert pending["file"] == "", "a checkpoint with a position before the snapshot of u was read"
+        locker.close()  # releases u
+        insert_rows(mysql, database, range(2000, 2100))  # while no server runs
+        server = start_server("s1")  # takes the snapshot again: t twice (at least once), u, then the binlog
+        reader.wait_ids({*range(2100), 100000, 100001}, timeout=120)
+        wait_for(lambda: _caught_up(server, mysql), 30, "the checkpoint to reach the binlog end")
 
         # A restart after the snapshot resumes from the checkpoint: the old rows are not sent again.
-        wait_for(lambda: cli_json(server, "query", "-c", "snap")["checkpoint"]["pos"] >= _binlogs(mysql)[-1][1],
-                 30, "the checkpoint to reach the binlog end")
         server.stop()
         before = Counter(reader.inserts)
+        assert before[100000] == 1 and before[0] == 2, before  # u once; t in both snapshots
         server = start_server("s1")
-        insert_rows(mysql, database, range(20_100, 20_200))
-        reader.wait_ids(set(range(20_200)), timeout=60)
+        insert_rows(mysql, database, range(2100, 2200))
+        reader.wait_ids(set(range(2200)), timeout=60)
         time.sleep(2)
         reader.poll(1)
         again = Counter(reader.inserts) - before
-        assert not any(i < 20_000 for i in again), "the snapshot was taken again after it was acknowledged"
+        assert sorted(again) == list(range(2100, 2200)), "rows before the checkpoint were sent again"
     finally:
         reader.close()
+        if locker.open:
+            locker.close()
     cli_json(server, "remove", "-c", "snap")
+
+
+def _caught_up(server: Process, mysql: MySQLServer) -> bool:
+    checkpoint = cli_json(server, "query", "-c", "snap")["checkpoint"]
+    name, size = _binlogs(mysql)[-1]
+    return bool(checkpoint["file"] == name and checkpoint["pos"] >= size)
 
 
 def _query_store(tmp_path: Path) -> dict[str, object] | None:
