@@ -73,8 +73,8 @@ def test_kind_and_qualified_tables(sql: str, kind: DDLKind, tables: list[str]) -
     [
         ("CREATE DATABASE IF NOT EXISTS `x`", DDLKind.CREATE_DATABASE, "x"),
         ("DROP SCHEMA IF EXISTS `x`", DDLKind.DROP_DATABASE, "x"),
-        ("alter database Foo character set utf8mb4", DDLKind.OTHER, "Foo"),  # sqlglot: a Command
-        ("ALTER SCHEMA DEFAULT CHARACTER SET utf8mb4", DDLKind.OTHER, "d"),  # no name: the default db
+        ("alter database Foo character set utf8mb4", DDLKind.ALTER_DATABASE, "Foo"),  # sqlglot: a Command
+        ("ALTER SCHEMA DEFAULT CHARACTER SET utf8mb4", DDLKind.ALTER_DATABASE, "d"),  # no name: the default db
     ],
 )
 def test_schema_level_ddl_names_its_database(sql: str, kind: DDLKind, database: str) -> None:
