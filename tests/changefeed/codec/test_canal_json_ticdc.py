@@ -10,9 +10,19 @@ import orjson
 
 from changefeed.codec.canal_json import CanalJsonEncoder, CanalJsonOptions, dumps
 from changefeed.codec.values import mysql_type, value_text
-from changefeed.model import Column, DDLEvent, DDLKind, Position, RowChange, RowKind, TableName, TableSchema, compose_tso
-from changefeed.source.ddl import ddl_events
 from changefeed.ddl_parse import parse_ddl
+from changefeed.model import (
+    Column,
+    DDLEvent,
+    DDLKind,
+    Position,
+    RowChange,
+    RowKind,
+    TableName,
+    TableSchema,
+    compose_tso,
+)
+from changefeed.source.ddl import ddl_events
 
 TSO = compose_tso(1639633141221, 3)
 POS = Position("binlog.000001", 4)
