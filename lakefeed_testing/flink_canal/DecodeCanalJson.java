@@ -57,7 +57,8 @@ public final class DecodeCanalJson {
             try {
                 schema.deserialize(Base64.getDecoder().decode(lines.get(n)), new ListCollector(rows));
             } catch (IOException e) {
-                out.append("ERROR ").append(oneLine(e.getMessage())).append('\n');
+                String cause = e.getCause() == null ? "" : " caused by: " + e.getCause().getMessage();
+                out.append("ERROR ").append(oneLine(e.getMessage() + cause)).append('\n');
             }
             for (RowData row : rows) {
                 GenericRowData generic = (GenericRowData) row;

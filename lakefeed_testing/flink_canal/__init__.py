@@ -97,7 +97,7 @@ def _parse(output: str) -> list[Decoded]:
     decoded: list[Decoded] = []
     rows: list[tuple[str, tuple[str | None, ...]]] = []
     error = ""
-    for line in output.splitlines():
+    for line in output.split("\n"):  # not splitlines(): values may hold U+2028
         if line.startswith("MSG "):
             if line != "MSG 0":
                 decoded.append(Decoded(tuple(rows), error))
