@@ -22,8 +22,8 @@ def test_mysql_type_pk_names_and_columns_follow_what_mariadb_reports(
 ) -> None:
     mysql.execute(TABLE, database=database)
     mysql.execute("CREATE TABLE nokey (x INT)", database=database)
-    mysql.execute("""INSERT INTO t (a, ti, flag, u, z, y, b, j) VALUES (1, -1, 1, 7, 5, 2024, 'k', '{"b":1,"a":[1,2]}')""",
-                  database=database)
+    mysql.execute("INSERT INTO t (a, ti, flag, u, z, y, b, j) "
+                  """VALUES (1, -1, 1, 7, 5, 2024, 'k', '{"b":1,"a":[1,2]}')""", database=database)
     mysql.execute("INSERT INTO nokey VALUES (1)", database=database)
     events = capture(settings, here)
     [change] = rows_of(events, "t")
