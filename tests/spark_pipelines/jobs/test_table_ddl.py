@@ -74,6 +74,7 @@ def test_rename_drop_and_table_rules_then_replay(spark: Any, tmp_path: Path) -> 
         "f": [("id:int", "amount:decimal(8,2)")],  # created before any row
         "g": [("id:int", "qty:int"), (5, 1)],  # dropped, created again with other columns
         "h": [columns, (1, "h1")],  # CREATE TABLE IF NOT EXISTS on a live table changes nothing
+        "tmp": [columns],  # the swap's stepping stone: held b's rows between two of its pairs, none now
     }
     assert _snapshot(spark, config) == expected
     assert config.table_path("shop", "c").endswith("/crm/customers")
