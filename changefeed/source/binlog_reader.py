@@ -23,6 +23,7 @@ from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
+    NotImplementedEvent,
     QueryEvent,
     RotateEvent,
     XidEvent,
@@ -30,13 +31,14 @@ from pymysqlreplication.event import (
 from pymysqlreplication.gtid import GtidSet
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
+    PartialUpdateRowsEvent,
     RowsEvent,
     TableMapEvent,
     UpdateRowsEvent,
     WriteRowsEvent,
 )
 
-from changefeed.errors import ConfigError
+from changefeed.errors import ConfigError, ServerConfigError
 from changefeed.model import Position, RowKind
 from changefeed.source.column_types import charset_of_collation
 from changefeed.source.records import (
@@ -52,6 +54,7 @@ from changefeed.source.records import (
     TableMap,
 )
 from changefeed.source.server import ConnectionSettings, translate_error
+from changefeed.source.server_version import UNREADABLE_EVENTS
 from changefeed.source.statement_dml import classify_dml
 
 # The library silently reconnects on a lost connection and resumes from the last event it read, in
@@ -95,8 +98,12 @@ RowsEvent._RowsEvent__read_time2 = _read_time2
 _ROW_KINDS = {
     WriteRowsEvent: RowKind.INSERT, UpdateRowsEvent: RowKind.UPDATE, DeleteRowsEvent: RowKind.DELETE,
 }
+# PartialUpdateRowsEvent and NotImplementedEvent are read only to be refused (`_unreadable`): the library
+# would otherwise drop a partial JSON update, a Transaction_payload_event or a MariaDB compressed event
+# without a word, and capture would move past the rows inside them.
 _EVENTS = [RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, TableMapEvent, WriteRowsEvent,
-           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, ExecuteLoadQueryEvent]
+           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, ExecuteLoadQueryEvent, PartialUpdateRowsEvent,
+           NotImplementedEvent]
 
 
 def _load_query(event: Any) -> tuple[str, bytes]:
@@ -181,7 +188,7 @@ class BinlogReader:
             kwargs.update(log_file=start.file, log_pos=start.pos, resume_stream=True, is_mariadb=False)
         self._stream = BinLogStreamReader(
             connection_settings=settings.as_kwargs(), server_id=server_id, blocking=blocking,
-            only_events=_EVENTS, slave_heartbeat=heartbeat_s if blocking else None,
+            only_events=_EVENTS, filter_non_implemented_events=False, slave_heartbeat=heartbeat_s if blocking else None,
             enable_logging=False, **kwargs)
         self._file = start.file
 
@@ -214,6 +221,10 @@ class BinlogReader:
             if isinstance(event, HeartbeatLogEvent):
                 yield self._heartbeat(event, last_end)
                 continue
+            if isinstance(event, (NotImplementedEvent, PartialUpdateRowsEvent)):
+                if event.event_type in UNREADABLE_EVENTS:
+                    raise self._unreadable(event.event_type, last_end)
+                continue
             last_end = self._position()
             kind = _ROW_KINDS.get(type(event))
             if kind is not None:
@@ -237,6 +248,15 @@ class BinlogReader:
                 self._file = event.next_binlog
                 last_end = Position(event.next_binlog, event.position, str(self._gtids))
                 yield RotateRecord(last_end)
+
+    def _unreadable(self, event_type: int, last_end: Position) -> ServerConfigError:
+        name, setting = UNREADABLE_EVENTS[event_type]
+        allowed = setting.allowed or "''"
+        return ServerConfigError(
+            f"a {name} (event type {event_type}) follows {last_end}: the server wrote it because "
+            f"{setting.name} is not {allowed} (globally or in the writing session), and its "
+            f"rows cannot be read; {setting.fix}, then recreate the changefeed with snapshot-mode 'initial' (the "
+            "rows written that way stay unreadable in the binlog)")
 
     def _heartbeat(self, event: Any, last_end: Position) -> HeartbeatRecord:
         """The server's heartbeat: its binlog ends at (ident, log_pos) and everything before has been sent.
