@@ -6,18 +6,21 @@ per event group so a checkpoint can also resume by GTID (MariaDB `domain-server-
 GTID sets).
 
 Library quirks fixed here, where the raw bytes are still at hand: negative TIME values with a
-fractional part (see `_read_time2`). The others are fixed on decoded values in `mounter`.
+fractional part (see `_read_time2`) and the custom ("opaque") scalars of MySQL binary JSON (see
+`_json_opaque`). The others are fixed on decoded values in `mounter`.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from pymysqlreplication import BinLogStreamReader, binlogstream
+from pymysqlreplication import BinLogStreamReader, binlogstream, json_binary
+from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import (
     ExecuteLoadQueryEvent,
     GtidEvent,
@@ -29,6 +32,7 @@ from pymysqlreplication.event import (
     XidEvent,
 )
 from pymysqlreplication.gtid import GtidSet
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
     PartialUpdateRowsEvent,
@@ -37,10 +41,12 @@ from pymysqlreplication.row_event import (
     UpdateRowsEvent,
     WriteRowsEvent,
 )
+from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
 
 from changefeed.errors import ConfigError, ServerConfigError
 from changefeed.model import Position, RowKind
 from changefeed.source.column_types import charset_of_collation
+from changefeed.source.mounter import JsonText
 from changefeed.source.records import (
     BeginRecord,
     BinlogColumn,
@@ -94,6 +100,72 @@ def _read_time2(self: Any, column: Any) -> datetime.timedelta:
 
 # Name-mangled private method of the library's RowsEvent; replaced for every reader in this process.
 RowsEvent._RowsEvent__read_time2 = _read_time2
+
+_JSON_DATETIMES = {FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2}
+_JSON_DATES = {FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE}
+_JSON_TIMES = {FIELD_TYPE.TIME, FIELD_TYPE.TIME2}
+
+
+def _json_opaque(data: bytes) -> JsonText | None:
+    """A custom-data scalar of MySQL binary JSON as the text MySQL prints for it.
+
+    Layout (MySQL source, sql-common/json_binary.h): the column type byte (enum_field_types), the data
+    length in 7-bit groups (high bit set: another byte follows), the data. DECIMAL data is precision,
+    scale, then the binary decimal; a date, time or datetime is its 8-byte little-endian packed value
+    (TIME_to_longlong_packed). MySQL prints a date/time as a string with six fractional digits and any
+    other type as "base64:typeN:<base64 of the data>" (Json_wrapper::to_string). The library's own
+    decoder drops a negative TIME's sign, fails on hours above 23, garbles TIMESTAMP and turns other
+    types into lossy text.
+    """
+    if len(data) < 2:
+        return None
+    field_type = data[0]
+    length, used = decode_variable_length(data[1:])
+    body = data[1 + used:1 + used + length]
+    if field_type in (FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL):
+        return JsonText(format(decode_decimal(body), "f"))
+    if field_type in _JSON_DATETIMES | _JSON_DATES | _JSON_TIMES and len(body) >= 8:
+        packed = int.from_bytes(body[:8], "little", signed=True)
+        sign, packed = ("-", -packed) if packed < 0 else ("", packed)
+        micros, whole = packed % (1 << 24), packed >> 24
+        if field_type in _JSON_TIMES:
+            return JsonText(f'"{sign}{_clock(whole, micros)}"')  # hours up to 838
+        ymd = whole >> 17
+        date = f"{(ymd >> 5) // 13:04d}-{(ymd >> 5) % 13:02d}-{ymd % 32:02d}"
+        if field_type in _JSON_DATES:
+            return JsonText(f'"{date}"')
+        return JsonText(f'"{date} {_clock(whole % (1 << 17), micros)}"')
+    return JsonText(f'"base64:type{field_type}:{base64.b64encode(body).decode()}"')
+
+
+def _clock(hms: int, micros: int) -> str:
+    """hours << 12 | minutes << 6 | seconds (the packed layout) as HH:MM:SS.ffffff."""
+    return f"{(hms >> 12) % (1 << 10):02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}.{micros:06d}"
+
+
+def _json_literal(data: bytes) -> Any:
+    """JSON's null literal as text: the library's None would read as SQL NULL."""
+    return JsonText("null") if data[0] == 0x00 else _library_literal(data)
+
+
+def _read_binary_json(self: Any, size: int, is_partial: bool) -> Any:
+    """A JSON column's value: length, then the document. An empty document is the JSON null literal
+    (MySQL's json_binary::parse_binary; INSERT IGNORE or non-strict mode store it for a NULL into a
+    NOT NULL column); the library returned None for it, which reads as SQL NULL."""
+    if is_partial:
+        return _library_read_binary_json(self, size, is_partial)  # refused in _records
+    data = self.read(self.read_uint_by_size(size))
+    if not data:
+        return JsonText("null")
+    return json_binary.parse_json(data[0], data[1:])
+
+
+# The library's parse_json looks parse_opaque and parse_literal up in its module on every call.
+json_binary.parse_opaque = _json_opaque
+_library_literal = json_binary.parse_literal
+json_binary.parse_literal = _json_literal
+_library_read_binary_json = BinLogPacketWrapper.read_binary_json
+BinLogPacketWrapper.read_binary_json = _read_binary_json
 
 _ROW_KINDS = {
     WriteRowsEvent: RowKind.INSERT, UpdateRowsEvent: RowKind.UPDATE, DeleteRowsEvent: RowKind.DELETE,
