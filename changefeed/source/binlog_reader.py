@@ -325,10 +325,9 @@ class BinlogReader:
         name, setting = UNREADABLE_EVENTS[event_type]
         allowed = setting.allowed or "''"
         return ServerConfigError(
-            f"a {name} (event type {event_type}) follows {last_end}: the server wrote it because "
-            f"{setting.name} is not {allowed} (globally or in the writing session), and its "
-            f"rows cannot be read; {setting.fix}, then recreate the changefeed with snapshot-mode 'initial' (the "
-            "rows written that way stay unreadable in the binlog)")
+            f"a {name} (event type {event_type}) follows {last_end}, written because {setting.name} is not "
+            f"{allowed} (globally or in the writing session): {setting.fix}, then recreate the changefeed with "
+            "snapshot-mode 'initial' (the rows written that way stay unreadable in the binlog)")
 
     def _heartbeat(self, event: Any, last_end: Position) -> HeartbeatRecord:
         """The server's heartbeat: its binlog ends at (ident, log_pos) and everything before has been sent.
