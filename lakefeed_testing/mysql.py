@@ -66,8 +66,8 @@ def mysql_server() -> Iterator[MySQLServer]:
     url = os.environ.get("MYSQL_URL")
     if url:
         yield _from_url(url)
-    elif _docker_available():
-        with _mysql_container() as server:
+    elif docker_available():
+        with mysql_container() as server:
             yield server
     else:
         with _local_mariadb() as server:
@@ -92,7 +92,8 @@ def _from_url(url: str) -> MySQLServer:
     return MySQLServer(server.host, server.port, server.user, server.password, flavor)
 
 
-def _docker_available() -> bool:
+def docker_available() -> bool:
+    """True when a Docker engine answers `docker info` (testcontainers needs one)."""
     if shutil.which("docker") is None:
         return False
     try:
@@ -102,16 +103,18 @@ def _docker_available() -> bool:
 
 
 @contextlib.contextmanager
-def _mysql_container() -> Iterator[MySQLServer]:
-    from testcontainers.mysql import MySqlContainer
+def mysql_container(image: str = "mysql:8.4", as_root: bool = False) -> Iterator[MySQLServer]:
+    """A MySQL server in a testcontainers container with the binlog settings; yields the test user
+    (every privilege, MySQL's default caching_sha2_password authentication), or root."""
+    from testcontainers.community.mysql import MySqlContainer
 
-    container = MySqlContainer("mysql:8.4", username=REPLICATION_USER, password=REPLICATION_PASSWORD)
+    container = MySqlContainer(image, username=REPLICATION_USER, password=REPLICATION_PASSWORD)
     container.with_command(" ".join(BINLOG_SETTINGS))
     with container:
         port = int(container.get_exposed_port(3306))
         root = MySQLServer(container.get_container_host_ip(), port, "root", container.root_password, "mysql")
         _create_replication_user(root)
-        yield MySQLServer(root.host, port, REPLICATION_USER, REPLICATION_PASSWORD, "mysql")
+        yield root if as_root else MySQLServer(root.host, port, REPLICATION_USER, REPLICATION_PASSWORD, "mysql")
 
 
 def _find_binary(*names: str) -> str:

@@ -6,39 +6,47 @@ per event group so a checkpoint can also resume by GTID (MariaDB `domain-server-
 GTID sets).
 
 Library quirks fixed here, where the raw bytes are still at hand: negative TIME values with a
-fractional part (see `_read_time2`). The others are fixed on decoded values in `mounter`.
+fractional part (see `_read_time2`) and the custom ("opaque") scalars of MySQL binary JSON (see
+`_json_opaque`). The others are fixed on decoded values in `mounter`.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from pymysqlreplication import BinLogStreamReader, binlogstream
+from pymysqlreplication import BinLogStreamReader, binlogstream, json_binary
+from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.event import (
     ExecuteLoadQueryEvent,
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
+    NotImplementedEvent,
     QueryEvent,
     RotateEvent,
     XidEvent,
 )
 from pymysqlreplication.gtid import GtidSet
+from pymysqlreplication.packet import BinLogPacketWrapper
 from pymysqlreplication.row_event import (
     DeleteRowsEvent,
+    PartialUpdateRowsEvent,
     RowsEvent,
     TableMapEvent,
     UpdateRowsEvent,
     WriteRowsEvent,
 )
+from pymysqlreplication.util.bytes import decode_decimal, decode_variable_length
 
-from changefeed.errors import ConfigError
+from changefeed.errors import ConfigError, ServerConfigError
 from changefeed.model import Position, RowKind
 from changefeed.source.column_types import charset_of_collation
+from changefeed.source.mounter import JsonText
 from changefeed.source.records import (
     BeginRecord,
     BinlogColumn,
@@ -52,6 +60,7 @@ from changefeed.source.records import (
     TableMap,
 )
 from changefeed.source.server import ConnectionSettings, translate_error
+from changefeed.source.server_version import UNREADABLE_EVENTS
 from changefeed.source.statement_dml import classify_dml
 
 # The library silently reconnects on a lost connection and resumes from the last event it read, in
@@ -92,11 +101,81 @@ def _read_time2(self: Any, column: Any) -> datetime.timedelta:
 # Name-mangled private method of the library's RowsEvent; replaced for every reader in this process.
 RowsEvent._RowsEvent__read_time2 = _read_time2
 
+_JSON_DATETIMES = {FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2}
+_JSON_DATES = {FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE}
+_JSON_TIMES = {FIELD_TYPE.TIME, FIELD_TYPE.TIME2}
+
+
+def _json_opaque(data: bytes) -> JsonText | None:
+    """A custom-data scalar of MySQL binary JSON as the text MySQL prints for it.
+
+    Layout (MySQL source, sql-common/json_binary.h): the column type byte (enum_field_types), the data
+    length in 7-bit groups (high bit set: another byte follows), the data. DECIMAL data is precision,
+    scale, then the binary decimal; a date, time or datetime is its 8-byte little-endian packed value
+    (TIME_to_longlong_packed). MySQL prints a date/time as a string with six fractional digits and any
+    other type as "base64:typeN:<base64 of the data>" (Json_wrapper::to_string). The library's own
+    decoder drops a negative TIME's sign, fails on hours above 23, garbles TIMESTAMP and turns other
+    types into lossy text.
+    """
+    if len(data) < 2:
+        return None
+    field_type = data[0]
+    length, used = decode_variable_length(data[1:])
+    body = data[1 + used:1 + used + length]
+    if field_type in (FIELD_TYPE.NEWDECIMAL, FIELD_TYPE.DECIMAL):
+        return JsonText(format(decode_decimal(body), "f"))
+    if field_type in _JSON_DATETIMES | _JSON_DATES | _JSON_TIMES and len(body) >= 8:
+        packed = int.from_bytes(body[:8], "little", signed=True)
+        sign, packed = ("-", -packed) if packed < 0 else ("", packed)
+        micros, whole = packed % (1 << 24), packed >> 24
+        if field_type in _JSON_TIMES:
+            return JsonText(f'"{sign}{_clock(whole, micros)}"')  # hours up to 838
+        ymd = whole >> 17
+        date = f"{(ymd >> 5) // 13:04d}-{(ymd >> 5) % 13:02d}-{ymd % 32:02d}"
+        if field_type in _JSON_DATES:
+            return JsonText(f'"{date}"')
+        return JsonText(f'"{date} {_clock(whole % (1 << 17), micros)}"')
+    return JsonText(f'"base64:type{field_type}:{base64.b64encode(body).decode()}"')
+
+
+def _clock(hms: int, micros: int) -> str:
+    """hours << 12 | minutes << 6 | seconds (the packed layout) as HH:MM:SS.ffffff."""
+    return f"{(hms >> 12) % (1 << 10):02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}.{micros:06d}"
+
+
+def _json_literal(data: bytes) -> Any:
+    """JSON's null literal as text: the library's None would read as SQL NULL."""
+    return JsonText("null") if data[0] == 0x00 else _library_literal(data)
+
+
+def _read_binary_json(self: Any, size: int, is_partial: bool) -> Any:
+    """A JSON column's value: length, then the document. An empty document is the JSON null literal
+    (MySQL's json_binary::parse_binary; INSERT IGNORE or non-strict mode store it for a NULL into a
+    NOT NULL column); the library returned None for it, which reads as SQL NULL."""
+    if is_partial:
+        return _library_read_binary_json(self, size, is_partial)  # refused in _records
+    data = self.read(self.read_uint_by_size(size))
+    if not data:
+        return JsonText("null")
+    return json_binary.parse_json(data[0], data[1:])
+
+
+# The library's parse_json looks parse_opaque and parse_literal up in its module on every call.
+json_binary.parse_opaque = _json_opaque
+_library_literal = json_binary.parse_literal
+json_binary.parse_literal = _json_literal
+_library_read_binary_json = BinLogPacketWrapper.read_binary_json
+BinLogPacketWrapper.read_binary_json = _read_binary_json
+
 _ROW_KINDS = {
     WriteRowsEvent: RowKind.INSERT, UpdateRowsEvent: RowKind.UPDATE, DeleteRowsEvent: RowKind.DELETE,
 }
+# PartialUpdateRowsEvent and NotImplementedEvent are read only to be refused (`_unreadable`): the library
+# would otherwise drop a partial JSON update, a Transaction_payload_event or a MariaDB compressed event
+# without a word, and capture would move past the rows inside them.
 _EVENTS = [RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, TableMapEvent, WriteRowsEvent,
-           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, ExecuteLoadQueryEvent]
+           UpdateRowsEvent, DeleteRowsEvent, HeartbeatLogEvent, ExecuteLoadQueryEvent, PartialUpdateRowsEvent,
+           NotImplementedEvent]
 
 
 def _load_query(event: Any) -> tuple[str, bytes]:
@@ -181,7 +260,7 @@ class BinlogReader:
             kwargs.update(log_file=start.file, log_pos=start.pos, resume_stream=True, is_mariadb=False)
         self._stream = BinLogStreamReader(
             connection_settings=settings.as_kwargs(), server_id=server_id, blocking=blocking,
-            only_events=_EVENTS, slave_heartbeat=heartbeat_s if blocking else None,
+            only_events=_EVENTS, filter_non_implemented_events=False, slave_heartbeat=heartbeat_s if blocking else None,
             enable_logging=False, **kwargs)
         self._file = start.file
 
@@ -214,6 +293,10 @@ class BinlogReader:
             if isinstance(event, HeartbeatLogEvent):
                 yield self._heartbeat(event, last_end)
                 continue
+            if isinstance(event, (NotImplementedEvent, PartialUpdateRowsEvent)):
+                if event.event_type in UNREADABLE_EVENTS:
+                    raise self._unreadable(event.event_type, last_end)
+                continue
             last_end = self._position()
             kind = _ROW_KINDS.get(type(event))
             if kind is not None:
@@ -237,6 +320,14 @@ class BinlogReader:
                 self._file = event.next_binlog
                 last_end = Position(event.next_binlog, event.position, str(self._gtids))
                 yield RotateRecord(last_end)
+
+    def _unreadable(self, event_type: int, last_end: Position) -> ServerConfigError:
+        name, setting = UNREADABLE_EVENTS[event_type]
+        allowed = setting.allowed or "''"
+        return ServerConfigError(
+            f"a {name} (event type {event_type}) follows {last_end}, written because {setting.name} is not "
+            f"{allowed} (globally or in the writing session): {setting.fix}, then recreate the changefeed with "
+            "snapshot-mode 'initial' (the rows written that way stay unreadable in the binlog)")
 
     def _heartbeat(self, event: Any, last_end: Position) -> HeartbeatRecord:
         """The server's heartbeat: its binlog ends at (ident, log_pos) and everything before has been sent.

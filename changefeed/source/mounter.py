@@ -9,7 +9,8 @@ with a converter chosen once per table schema so that the common case (no fix) c
 - BINARY(n) arrives with trailing 0x00 bytes stripped      -> padded back to n bytes
 - an empty binary string/blob arrives as str ''            -> b''
 - TIMESTAMP arrives as a naive datetime in UTC            -> aware datetime in UTC
-- JSON (MySQL binary JSON) arrives as Python objects       -> JSON text (MariaDB already sends text)
+- JSON (MySQL binary JSON) arrives as Python objects       -> JSON text as MySQL prints it (MariaDB
+  stores JSON as text and sends that text, which passes unchanged)
 
 Snapshot rows come from a SELECT through PyMySQL, whose conversions differ again (FLOAT parsed from
 its shortest decimal text, BIT as bytes); `SnapshotMounter` maps them to the same values the binlog
@@ -22,6 +23,8 @@ import datetime
 import json
 import struct
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from changefeed.model import Column, Position, RowChange, RowKind, TableSchema
@@ -47,20 +50,58 @@ def _utc(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class JsonText:
+    """A scalar of MySQL binary JSON already in the text MySQL prints for it (a DECIMAL, a date/time, an
+    opaque value), made by binlog_reader where the raw bytes are at hand."""
+
+    text: str
+
+
 def _json_text(value: Any) -> Any:
     if value is None or isinstance(value, str):
-        return value
-    return json.dumps(_decode_json_bytes(value), ensure_ascii=False, separators=(", ", ": "))
+        return value  # MariaDB: the stored text
+    return mysql_json_text(value)
 
 
-def _decode_json_bytes(value: Any) -> Any:
+def mysql_json_text(value: Any) -> str:
+    """A decoded MySQL binary JSON document as the text MySQL itself returns for the column (so the
+    binlog gives what the snapshot's SELECT gives): `", "` and `": "` separators, object keys in stored
+    order (binary JSON keeps them sorted by length, then bytes), non-ASCII text unescaped, a double
+    always with a fraction or exponent (MySQL 8.4 Reference Manual, 13.5 "The JSON Data Type",
+    "Normalization, Merging, and Autowrapping of JSON Values")."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, JsonText):
+        return value.text
     if isinstance(value, bytes):
-        return value.decode("utf-8")
+        return json.dumps(value.decode("utf-8"), ensure_ascii=False)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _double_text(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")
     if isinstance(value, dict):
-        return {_decode_json_bytes(k): _decode_json_bytes(v) for k, v in value.items()}
+        return "{" + ", ".join(f"{mysql_json_text(k)}: {mysql_json_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return [_decode_json_bytes(v) for v in value]
-    return value
+        return "[" + ", ".join(mysql_json_text(v) for v in value) + "]"
+    raise TypeError(f"unexpected value {value!r} ({type(value).__name__}) in a decoded JSON document")
+
+
+def _double_text(value: float) -> str:
+    # Python's shortest repr, with MySQL's exponent form (1e20, 1.5e-7 where Python says 1e+20, 1.5e-07).
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        return f"{mantissa}e{int(exponent)}"
+    return text
 
 
 def _binary(value: Any) -> Any:

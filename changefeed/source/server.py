@@ -20,7 +20,7 @@ from changefeed.errors import (
 )
 from changefeed.model import Position, TableName
 from changefeed.source.column_types import InfoColumn
-from changefeed.source.server_version import binlog_status, server_version
+from changefeed.source.server_version import ServerVersion, binlog_status, server_version
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055}
 _BINLOG_PURGED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
@@ -86,11 +86,14 @@ def connect(settings: ConnectionSettings, database: str | None = None,
 
 @contextmanager
 def session(settings: ConnectionSettings, database: str | None = None) -> Iterator[Any]:
-    """A cursor on a fresh connection in UTC, so TIMESTAMP values read back as UTC."""
+    """A cursor on a fresh connection in UTC, so TIMESTAMP values read back as UTC, with the
+    version's session setup (server_version.ServerVersion.session_sql)."""
     conn = connect(settings, database)
     try:
         with conn.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
+            for statement in server_version(cur).session_sql:
+                cur.execute(statement)
             yield cur
     except pymysql.err.MySQLError as exc:
         raise translate_error(exc, "querying the source") or exc from exc
@@ -111,8 +114,10 @@ REQUIRED_SETTINGS = (
 )
 
 
-def check_settings(variables: Mapping[str, str], grants: Sequence[str], is_mariadb: bool) -> None:
-    """Raise ServerConfigError / PrivilegeError naming every missing setting or grant."""
+def check_settings(variables: Mapping[str, str], grants: Sequence[str], version: ServerVersion) -> None:
+    """Raise ServerConfigError / PrivilegeError naming every missing setting or grant, and every
+    setting this version has that capture cannot read (ServerVersion.refused_settings)."""
+    is_mariadb = version.is_mariadb
     problems = []
     for name, wanted, fix in REQUIRED_SETTINGS:
         value = variables.get(name)
@@ -120,6 +125,11 @@ def check_settings(variables: Mapping[str, str], grants: Sequence[str], is_maria
             problems.append(f"{name} is not supported by this server version: {fix}")
         elif value.upper() != wanted:
             problems.append(f"{name}={value}: {fix}")
+    for refused in version.refused_settings:
+        value = variables.get(refused.name)
+        problem = None if value is None else refused.problem(value)
+        if problem:
+            problems.append(problem)
     if problems:
         raise ServerConfigError("the source server is not ready for capture: " + "; ".join(problems))
     missing = missing_privileges(grants, is_mariadb)
@@ -156,14 +166,14 @@ def missing_privileges(grants: Sequence[str], is_mariadb: bool) -> list[str]:
 def check_server(settings: ConnectionSettings) -> bool:
     """Check settings and grants; returns True for MariaDB."""
     with session(settings) as cur:
-        is_mariadb = server_version(cur).is_mariadb
-        names = [name for name, _, _ in REQUIRED_SETTINGS]
-        cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", names)
+        version = server_version(cur)
+        names = [name for name, _, _ in REQUIRED_SETTINGS] + [s.name for s in version.refused_settings]
+        cur.execute(f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({', '.join(['%s'] * len(names))})", names)
         variables = {str(k).lower(): str(v) for k, v in cur.fetchall()}
         cur.execute("SHOW GRANTS FOR CURRENT_USER()")
         grants = [str(row[0]) for row in cur.fetchall()]
-    check_settings(variables, grants, is_mariadb)
-    return is_mariadb
+    check_settings(variables, grants, version)
+    return version.is_mariadb
 
 
 def current_position(cur: Any, is_mariadb: bool) -> Position:

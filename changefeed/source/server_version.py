@@ -1,7 +1,8 @@
-"""Which server we talk to, decided once from `SELECT VERSION(), @@version_comment`, and the statements
-that differ between versions.
+"""Which server we talk to, decided once from `SELECT VERSION(), @@version_comment`, and everything
+that differs between versions: statements, settings checked at create/start, and session setup.
+Version-specific behaviour lives here and nowhere else.
 
-The binlog status statement is the one that matters today:
+The binlog status statement:
 
 - MySQL 8.2 deprecated `SHOW MASTER STATUS` in favour of `SHOW BINARY LOG STATUS`, and MySQL 8.4 LTS
   removed it (MySQL 8.4 Reference Manual, 15.7.7.1 "SHOW BINARY LOG STATUS Statement";
@@ -10,6 +11,22 @@ The binlog status statement is the one that matters today:
   Knowledge Base "SHOW BINLOG STATUS"), so it gets the statement every version understands.
 
 Both answer File, Position, Binlog_Do_DB, Binlog_Ignore_DB and, on MySQL, Executed_Gtid_Set.
+
+Settings that would make row events unreadable to python-mysql-replication 1.0.17 (it decodes neither
+compressed events nor partial JSON after-images, and would drop them without a word), so create/start
+refuse them (`ServerVersion.refused_settings`):
+
+- MySQL >= 8.0.20 `binlog_transaction_compression=ON` wraps each transaction in one zstd-compressed
+  Transaction_payload_event (MySQL 8.0 Reference Manual, "Binary Log Transaction Compression").
+- MySQL >= 8.0.3 `binlog_row_value_options=PARTIAL_JSON` logs only the changed parts of a JSON document
+  in an update's after-image, even with binlog_row_image=FULL (manual, "binlog_row_value_options").
+- MariaDB >= 10.2.3 `log_bin_compress=ON` writes *_COMPRESSED_EVENTs (MariaDB Knowledge Base,
+  "Compressing Events to Reduce Size of the Binary Log").
+
+Session setup (`ServerVersion.session_sql`): MySQL >= 8.0.30 may hide a generated invisible primary key
+(`my_row_id`) from information_schema when `show_gipk_in_create_table_and_information_schema=OFF`; the
+binlog's row images carry it all the same, so every session that reads table definitions shows it
+(manual, 15.1.20.11 "Generated Invisible Primary Keys").
 """
 
 from __future__ import annotations
@@ -32,9 +49,67 @@ class ServerVersion:
 
     @property
     def binlog_status_sql(self) -> str:
-        if not self.is_mariadb and self.number >= (8, 2, 0):
+        if self.is_mysql((8, 2, 0)):
             return "SHOW BINARY LOG STATUS"
         return "SHOW MASTER STATUS"
+
+    def is_mysql(self, at_least: tuple[int, int, int]) -> bool:
+        return not self.is_mariadb and self.number >= at_least
+
+    @property
+    def refused_settings(self) -> tuple[RefusedSetting, ...]:
+        """Global variables this version has that must not be ON for capture, with their fix."""
+        if self.is_mariadb:
+            return (_LOG_BIN_COMPRESS,) if self.number >= (10, 2, 3) else ()
+        return tuple(s for since, s in _MYSQL_REFUSED if self.number >= since)
+
+    @property
+    def session_sql(self) -> tuple[str, ...]:
+        """Statements every SQL session with this server runs first (after `SET time_zone`)."""
+        if self.is_mysql((8, 0, 30)):
+            return ("SET SESSION show_gipk_in_create_table_and_information_schema = ON",)
+        return ()
+
+
+@dataclass(frozen=True)
+class RefusedSetting:
+    """A global variable whose value must be `allowed` (compared case-insensitively)."""
+
+    name: str
+    allowed: str
+    fix: str
+
+    def problem(self, value: str) -> str | None:
+        if value.upper() == self.allowed.upper():
+            return None
+        shown = value or "''"
+        return f"{self.name}={shown}: {self.fix}"
+
+
+_MYSQL_REFUSED = (
+    ((8, 0, 3), RefusedSetting(
+        "binlog_row_value_options", "",
+        "partial JSON updates leave the rest of the document out of the binlog; run "
+        "SET GLOBAL binlog_row_value_options='' (and binlog_row_value_options='' in my.cnf)")),
+    ((8, 0, 20), RefusedSetting(
+        "binlog_transaction_compression", "OFF",
+        "compressed transaction payloads (Transaction_payload_event) cannot be read; run "
+        "SET GLOBAL binlog_transaction_compression=OFF (and binlog_transaction_compression=OFF in my.cnf)")),
+)
+_LOG_BIN_COMPRESS = RefusedSetting(
+    "log_bin_compress", "OFF",
+    "compressed binlog events cannot be read; run SET GLOBAL log_bin_compress=OFF (and log_bin_compress=OFF "
+    "in my.cnf)")
+
+# Binlog event types written only under a refused setting (set at session level, or after the changefeed
+# started): meeting one stops capture rather than skipping the rows inside it. Type codes: MySQL's
+# Log_event_type (TRANSACTION_PAYLOAD_EVENT = 40, PARTIAL_UPDATE_ROWS_EVENT = 39) and MariaDB's
+# (QUERY_COMPRESSED_EVENT = 165 ... DELETE_ROWS_COMPRESSED_EVENT = 171).
+UNREADABLE_EVENTS: dict[int, tuple[str, RefusedSetting]] = {
+    39: ("Partial_update_rows_event", _MYSQL_REFUSED[0][1]),
+    40: ("Transaction_payload_event", _MYSQL_REFUSED[1][1]),
+    **{code: ("compressed event", _LOG_BIN_COMPRESS) for code in range(165, 172)},
+}
 
 
 @dataclass(frozen=True)

@@ -6,25 +6,28 @@ import pytest
 
 from changefeed.errors import PrivilegeError, ServerConfigError
 from changefeed.source.server import ConnectionSettings, check_server, check_settings, missing_privileges
+from changefeed.source.server_version import parse_server_version
 from lakefeed_testing import MySQLServer
 
 GOOD = {"log_bin": "ON", "binlog_format": "ROW", "binlog_row_image": "FULL", "binlog_row_metadata": "FULL"}
 ALL = ["GRANT ALL PRIVILEGES ON *.* TO `u`@`%`"]
+MARIADB = parse_server_version("10.11.6-MariaDB")
+MYSQL_84 = parse_server_version("8.4.3")
 
 
 def test_each_missing_setting_is_named_with_its_fix() -> None:
-    check_settings(GOOD, ALL, is_mariadb=True)
+    check_settings(GOOD, ALL, MARIADB)
     with pytest.raises(ServerConfigError, match=r"binlog_format=MIXED: set binlog_format=ROW") as err:
-        check_settings(GOOD | {"binlog_format": "MIXED", "binlog_row_image": "MINIMAL"}, ALL, True)
+        check_settings(GOOD | {"binlog_format": "MIXED", "binlog_row_image": "MINIMAL"}, ALL, MARIADB)
     assert "binlog_row_image=MINIMAL" in str(err.value) and not err.value.retriable
     with pytest.raises(ServerConfigError, match="binlog_row_metadata is not supported"):
-        check_settings({k: v for k, v in GOOD.items() if k != "binlog_row_metadata"}, ALL, True)
+        check_settings({k: v for k, v in GOOD.items() if k != "binlog_row_metadata"}, ALL, MARIADB)
     with pytest.raises(ServerConfigError, match="--log-bin"):
-        check_settings(GOOD | {"log_bin": "OFF"}, ALL, True)
+        check_settings(GOOD | {"log_bin": "OFF"}, ALL, MARIADB)
 
 
 def test_privileges() -> None:
-    assert missing_privileges(ALL, True) == []
+    assert missing_privileges(ALL, MARIADB) == []
     grants = ["GRANT SELECT, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `u`@`%`"]
     assert missing_privileges(grants, True) == []
     grants = [
@@ -38,7 +41,7 @@ def test_privileges() -> None:
         "SELECT",
     ]
     with pytest.raises(PrivilegeError, match="GRANT REPLICATION SLAVE, REPLICATION CLIENT ON"):
-        check_settings(GOOD, ["GRANT SELECT ON *.* TO `u`@`%`"], is_mariadb=False)
+        check_settings(GOOD, ["GRANT SELECT ON *.* TO `u`@`%`"], MYSQL_84)
 
 
 def test_real_server_passes(settings: ConnectionSettings) -> None:
