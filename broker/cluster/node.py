@@ -19,6 +19,8 @@ from broker.cluster.topic_admin import TopicAdmin
 from broker.cluster.topic_sync import sync_topic
 from broker.config import BrokerConfig, ConfigError, parse_voters
 from broker.controller import records as r
+from broker.controller.quorum import CommittedRecords
+from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from broker.handlers.context import BrokerState
@@ -138,19 +140,38 @@ class ClusterNode:
             await asyncio.sleep(min(interval, 0.1) if registered and not self.ready.is_set() else interval)
 
     # --- metadata ----------------------------------------------------------------------------
-    async def _committed_records(self) -> list[tuple[int, dict[str, Any]]]:
+    async def _committed_records(self) -> CommittedRecords:
         if self.controller is not None:
             self._seen_commit = self.controller.ctl.raft.commit_index
-            return list(self.controller.ctl.committed_records(self.meta_index))
+            return self.controller.ctl.committed_records(self.meta_index)
         answer = await self.metadata_client.call("records", deadline_s=2.0, **{"from": self.meta_index})
-        return [(int(i), d) for i, d in answer["records"]]
+        records = [(int(i), d) for i, d in answer["records"]]
+        if answer.get("snapshot") is None:
+            return CommittedRecords(records)
+        return CommittedRecords(records, int(answer["snapshot_index"]), answer["snapshot"])
+
+    def _load_snapshot(self, index: int, data: dict[str, Any]) -> None:
+        """Replace the metadata by a snapshot (the log before `index` was compacted away): as if the records
+        it replaces had been applied, topics it no longer has (or has under a new id) are deleted here."""
+        new = from_snapshot(data)
+        for name, info in self.meta.topics.items():
+            kept = new.topics.get(name)
+            if kept is None or kept.topic_id != info.topic_id:
+                self._forget_topic(name)
+        self.meta, self.meta_index = new, index
+        log.info("loaded the metadata snapshot at index %d", index, extra={"node": self.node_id})
 
     async def _metadata_loop(self) -> None:
         while not self._stop.is_set():
             batch: list[tuple[int, dict[str, Any]]] = []
+            loaded = False  # a snapshot is progress too: read on at once
             try:
-                batch = await self._committed_records()
+                got = await self._committed_records()
+                batch = got.records
                 changed = False
+                if got.snapshot is not None and got.snapshot_index is not None:
+                    self._load_snapshot(got.snapshot_index, got.snapshot)
+                    changed = loaded = True
                 for index, data in batch:
                     record = r.from_dict(data)
                     self.meta.apply(record)
@@ -173,7 +194,7 @@ class ClusterNode:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
-            if not batch:
+            if not batch and not loaded:
                 await self._wait_for_commits()
 
     async def _wait_for_commits(self) -> None:
