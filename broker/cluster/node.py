@@ -81,6 +81,7 @@ class ClusterNode:
                 session_timeout_ms=self.config.int("broker.session.timeout.ms"),
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
+                max_record_bytes_between_snapshots=self.config.int("metadata.log.max.record.bytes.between.snapshots"),
             )
             self.spawn(self.controller.run(self._stop))
         for loop in (self._heartbeat_loop, self._metadata_loop, self._isr_loop):
