@@ -65,6 +65,7 @@ class ClusterNode:
         # Tells the controller this is a new process: one that may have lost unflushed or damaged records.
         self.incarnation = uuid.uuid4().hex
         self._roles_taken = False  # whether _reconcile ran since our registration was applied
+        self._strays_pending = False  # a snapshot was loaded: local topics may have been deleted meanwhile
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
         self.ready = asyncio.Event()
@@ -160,7 +161,20 @@ class ClusterNode:
             if kept is None or kept.topic_id != info.topic_id:
                 self._forget_topic(name)
         self.meta, self.meta_index = new, index
+        # Topics deleted while this process was away left their logs here, and the snapshot no longer holds
+        # the DeleteTopic that would remove them: they are found once the metadata includes our registration.
+        self._strays_pending = True
         log.info("loaded the metadata snapshot at index %d", index, extra={"node": self.node_id})
+
+    def _forget_strays(self) -> None:
+        """Delete local topics the metadata does not have (Kafka's stray replicas, found when a broker loads
+        its first metadata image after a restart): run with metadata that includes this process's own
+        registration, so every topic deleted before it started is known to be gone."""
+        for topic in self.state.topics.all():
+            if topic.name not in self.meta.topics:
+                log.info("deleting topic %s: the cluster metadata no longer has it", topic.name,
+                         extra={"node": self.node_id})
+                self._forget_topic(topic.name)
 
     async def _metadata_loop(self) -> None:
         while not self._stop.is_set():
@@ -186,6 +200,9 @@ class ClusterNode:
                 # that recovery may have shortened, and followers would truncate to it.
                 if self._registered_at is not None and self.meta_index >= self._registered_at:
                     if changed or not self._roles_taken:
+                        if self._strays_pending:
+                            self._forget_strays()
+                            self._strays_pending = False
                         self._reconcile()
                         self._roles_taken = True
                     if not self._fenced(self.node_id):
