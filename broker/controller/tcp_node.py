@@ -32,6 +32,7 @@ from broker.controller.wire import decode, encode
 from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.controller")
+_MAX_LINE = 64 << 20
 
 
 def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
@@ -160,7 +161,9 @@ class TcpController:
 
     async def run(self, stop: asyncio.Event) -> None:
         host, port = self.voters[self.node_id]
-        server = await asyncio.start_server(self._serve, host, port)
+        # One JSON line per message, and an InstallSnapshot carries the whole metadata state: far above
+        # asyncio's default 64 KiB line limit on a cluster with many partitions (the same limit as the client's).
+        server = await asyncio.start_server(self._serve, host, port, limit=_MAX_LINE)
         log.info("controller %s listening on %s:%s", self.node_id, host, port)
         try:
             async with server:
