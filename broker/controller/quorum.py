@@ -68,6 +68,7 @@ class QuorumController:
                              f"got {max_record_bytes_between_snapshots}")
         self.snapshot_bytes = max_record_bytes_between_snapshots
         self._bytes_since_snapshot = 0  # record bytes applied since the last snapshot (Kafka counts the same)
+        self._apply_committed()  # the state the stored snapshot holds, before the first message or tick
 
     @property
     def is_active(self) -> bool:

@@ -67,3 +67,11 @@ def test_restart_time_does_not_grow_with_the_records_once_compacted(tmp_path: Pa
     assert disk[100_000] < 2 * disk[1_000]
     # Without a snapshot the start-up grows with the history.
     assert replay[100_000] > 20 * restart[100_000]
+
+
+def test_the_state_is_the_snapshots_before_the_first_tick(tmp_path: Path) -> None:
+    write_history(tmp_path, 100)
+    _, ctl = start(tmp_path, 1)
+    assert ctl.raft.snapshot_index == 101
+    again = QuorumController(1, [1], FileStorage(tmp_path))
+    assert again.state.snapshot() == ctl.state.snapshot() and again.status()["topics"]
