@@ -75,7 +75,7 @@ class QuorumController:
         return self.raft.role == LEADER
 
     def _apply_committed(self) -> None:
-        snap = self.raft.take_snapshot()
+        snap = self.raft.snapshot_to_load()
         if snap is not None:  # the node started from it, or the leader installed it: it replaces the state
             self.state = from_snapshot(snap.data)
             self._bytes_since_snapshot = 0

@@ -168,7 +168,7 @@ class RaftNode:
         saved = storage.load()
         self.term, self.voted_for, self.log = saved.term, saved.voted_for, saved.entries
         # The snapshot replaces entries 1..snapshot_index, which were committed and applied when it was
-        # taken: the node starts from it (the state machine loads it through `take_snapshot`).
+        # taken: the node starts from it (the state machine loads it through `snapshot_to_load`).
         self.snapshot = saved.snapshot
         self.snapshot_index = saved.snapshot.index if saved.snapshot else 0
         self.snapshot_term = saved.snapshot.term if saved.snapshot else 0
@@ -278,7 +278,7 @@ class RaftNode:
             return self._on_install_snapshot(message)
         return self._on_append_reply(message)
 
-    def take_snapshot(self) -> Snapshot | None:
+    def snapshot_to_load(self) -> Snapshot | None:
         """A snapshot the state machine must load before applying `committed_entries` (the one this node
         started from, or one a leader installed); None when there is none new. Returned once."""
         snap, self._snapshot_to_apply = self._snapshot_to_apply, None

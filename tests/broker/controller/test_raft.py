@@ -156,7 +156,7 @@ class Applier:
         node = self.net.nodes[v]
         if self.nodes.get(v) is not node:  # (re)started: the state machine starts empty, then loads
             self.nodes[v], self.values[v] = node, []
-        snap = node.take_snapshot()
+        snap = node.snapshot_to_load()
         if snap is not None:
             self.values[v] = list(snap.data)
         self.values[v] += [e.data for _, e in node.committed_entries() if e.data is not None]
@@ -270,7 +270,7 @@ def test_install_snapshot_keeps_a_matching_suffix_and_drops_a_conflicting_log() 
     out = node.receive(InstallSnapshot(2, 2, 2, 2, ["a", "b"]))
     assert out[0].message == AppendReply(2, 1, True, 2)
     assert (node.snapshot_index, node.last_index, node.log, node.commit_index) == (2, 3, [Entry(2, "c")], 2)
-    assert node.take_snapshot() == Snapshot(2, 2, ["a", "b"])
+    assert node.snapshot_to_load() == Snapshot(2, 2, ["a", "b"])
     assert node.committed_entries() == []  # nothing after the snapshot is committed yet
     other = RaftNode(1, [1, 2, 3], MemoryStorage(term=3, log=[Entry(1, "a"), Entry(1, "x"), Entry(1, "y")]))
     other.receive(InstallSnapshot(3, 2, 2, 3, ["a", "b"]))
@@ -303,7 +303,7 @@ def test_restart_from_snapshot_and_log(tmp_path: Path) -> None:
     node.compact(3, ["a", "b"])
     node.propose("d")
     again = RaftNode(1, [1], FileStorage(tmp_path))
-    assert again.take_snapshot() == Snapshot(3, 1, ["a", "b"])
+    assert again.snapshot_to_load() == Snapshot(3, 1, ["a", "b"])
     assert (again.snapshot_index, again.last_index, again.commit_index) == (3, 5, 3)
     assert [e.data for e in again.entries(4, 5)] == ["c", "d"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "snapshot-3.json", "state.json"]
@@ -337,3 +337,10 @@ def test_a_log_missing_entries_after_its_snapshot_is_refused_by_name(tmp_path: P
     (tmp_path / "snapshot-2.json").unlink()
     with pytest.raises(RaftStorageError, match="starts at index 3 but there is no snapshot"):
         FileStorage(tmp_path).load()
+
+
+def test_install_snapshot_round_trips_on_the_wire() -> None:
+    from broker.controller.wire import decode, encode
+
+    msg = InstallSnapshot(4, 2, 120, 3, {"applied": 7, "records": [{"kind": "fence_broker", "broker_id": 1}]})
+    assert decode(encode(msg)) == msg
