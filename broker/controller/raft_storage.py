@@ -87,6 +87,8 @@ class FileStorage:
                 raise RaftStorageError(
                     f"{self.state_path}: unreadable Raft state ({e}); restore it or wipe the dir"
                 ) from e
+        for leftover in self.dir.glob("*.tmp"):  # a write a crash interrupted, never renamed into place
+            leftover.unlink()
         snapshot = self._load_snapshot()
         first, entries, torn = self._read_log()
         self._base, self._count = first - 1, len(entries)

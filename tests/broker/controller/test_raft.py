@@ -323,6 +323,7 @@ def test_a_crash_between_the_snapshot_and_the_log_rewrite_recovers(tmp_path: Pat
     again = RaftNode(1, [1], FileStorage(tmp_path))
     assert (again.snapshot_index, again.last_index, [e.data for e in again.log]) == (3, 4, ["c"])
     assert len((tmp_path / "log.jsonl").read_text().splitlines()) == 1  # the rewrite was finished
+    assert not (tmp_path / "snapshot-9.json.tmp").exists()
     # A follower that installed a snapshot conflicting with its log, crashing before the rewrite:
     # the old log's entry at the snapshot index has another term, so none of that log is kept.
     FileStorage(tmp_path).save_snapshot(Snapshot(4, 9, ["x"]), [])
