@@ -345,3 +345,14 @@ def test_install_snapshot_round_trips_on_the_wire() -> None:
 
     msg = InstallSnapshot(4, 2, 120, 3, {"applied": 7, "records": [{"kind": "fence_broker", "broker_id": 1}]})
     assert decode(encode(msg)) == msg
+
+
+def test_a_log_written_before_snapshots_existed_still_loads_and_compacts(tmp_path: Path) -> None:
+    (tmp_path / "log.jsonl").write_text('{"t": 1, "d": null}\n{"t": 1, "d": "a"}\n')  # lines without "i"
+    node = RaftNode(1, [1], FileStorage(tmp_path))
+    assert node.last_index == 2
+    node.tick(1000)
+    assert [e.data for _, e in node.committed_entries()] == [None, "a", None]
+    node.compact(3, ["a"])
+    again = RaftNode(1, [1], FileStorage(tmp_path))
+    assert (again.snapshot_index, again.last_index) == (3, 3)
