@@ -57,6 +57,7 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "replica.lag.time.max.ms": "30000",
         "unclean.leader.election.enable": "false",
         "offsets.topic.replication.factor": "3",
+        "metadata.log.max.record.bytes.between.snapshots": "20971520",
     }
 )
 

@@ -169,6 +169,8 @@ _BROKER_LIST = (
     _broker("broker.session.timeout.ms", _I, "A broker without heartbeats this long is fenced.", minimum=1),
     _broker("broker.heartbeat.interval.ms", _I, "Interval of broker heartbeats to the controller.", minimum=1),
     _broker("replica.lag.time.max.ms", _L, "A follower this far behind leaves the ISR.", minimum=1),
+    _broker("metadata.log.max.record.bytes.between.snapshots", _L,
+            "Bytes of metadata records applied before a controller snapshots its log.", minimum=1),
 )
 
 

@@ -19,6 +19,8 @@ from broker.cluster.topic_admin import TopicAdmin
 from broker.cluster.topic_sync import sync_topic
 from broker.config import BrokerConfig, ConfigError, parse_voters
 from broker.controller import records as r
+from broker.controller.quorum import CommittedRecords
+from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from broker.handlers.context import BrokerState
@@ -63,6 +65,7 @@ class ClusterNode:
         # Tells the controller this is a new process: one that may have lost unflushed or damaged records.
         self.incarnation = uuid.uuid4().hex
         self._roles_taken = False  # whether _reconcile ran since our registration was applied
+        self._strays_pending = False  # a snapshot was loaded: local topics may have been deleted meanwhile
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
         self.ready = asyncio.Event()
@@ -79,6 +82,7 @@ class ClusterNode:
                 session_timeout_ms=self.config.int("broker.session.timeout.ms"),
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
+                max_record_bytes_between_snapshots=self.config.int("metadata.log.max.record.bytes.between.snapshots"),
             )
             self.spawn(self.controller.run(self._stop))
         for loop in (self._heartbeat_loop, self._metadata_loop, self._isr_loop):
@@ -138,19 +142,51 @@ class ClusterNode:
             await asyncio.sleep(min(interval, 0.1) if registered and not self.ready.is_set() else interval)
 
     # --- metadata ----------------------------------------------------------------------------
-    async def _committed_records(self) -> list[tuple[int, dict[str, Any]]]:
+    async def _committed_records(self) -> CommittedRecords:
         if self.controller is not None:
             self._seen_commit = self.controller.ctl.raft.commit_index
-            return list(self.controller.ctl.committed_records(self.meta_index))
+            return self.controller.ctl.committed_records(self.meta_index)
         answer = await self.metadata_client.call("records", deadline_s=2.0, **{"from": self.meta_index})
-        return [(int(i), d) for i, d in answer["records"]]
+        records = [(int(i), d) for i, d in answer["records"]]
+        if answer.get("snapshot") is None:
+            return CommittedRecords(records)
+        return CommittedRecords(records, int(answer["snapshot_index"]), answer["snapshot"])
+
+    def _load_snapshot(self, index: int, data: dict[str, Any]) -> None:
+        """Replace the metadata by a snapshot (the log before `index` was compacted away): as if the records
+        it replaces had been applied, topics it no longer has (or has under a new id) are deleted here."""
+        new = from_snapshot(data)
+        for name, info in self.meta.topics.items():
+            kept = new.topics.get(name)
+            if kept is None or kept.topic_id != info.topic_id:
+                self._forget_topic(name)
+        self.meta, self.meta_index = new, index
+        # Topics deleted while this process was away left their logs here, and the snapshot no longer holds
+        # the DeleteTopic that would remove them: they are found once the metadata includes our registration.
+        self._strays_pending = True
+        log.info("loaded the metadata snapshot at index %d", index, extra={"node": self.node_id})
+
+    def _forget_strays(self) -> None:
+        """Delete local topics the metadata does not have (Kafka's stray replicas, found when a broker loads
+        its first metadata image after a restart): run with metadata that includes this process's own
+        registration, so every topic deleted before it started is known to be gone."""
+        for topic in self.state.topics.all():
+            if topic.name not in self.meta.topics:
+                log.info("deleting topic %s: the cluster metadata no longer has it", topic.name,
+                         extra={"node": self.node_id})
+                self._forget_topic(topic.name)
 
     async def _metadata_loop(self) -> None:
         while not self._stop.is_set():
             batch: list[tuple[int, dict[str, Any]]] = []
+            loaded = False  # a snapshot is progress too: read on at once
             try:
-                batch = await self._committed_records()
+                got = await self._committed_records()
+                batch = got.records
                 changed = False
+                if got.snapshot is not None and got.snapshot_index is not None:
+                    self._load_snapshot(got.snapshot_index, got.snapshot)
+                    changed = loaded = True
                 for index, data in batch:
                     record = r.from_dict(data)
                     self.meta.apply(record)
@@ -164,6 +200,9 @@ class ClusterNode:
                 # that recovery may have shortened, and followers would truncate to it.
                 if self._registered_at is not None and self.meta_index >= self._registered_at:
                     if changed or not self._roles_taken:
+                        if self._strays_pending:
+                            self._forget_strays()
+                            self._strays_pending = False
                         self._reconcile()
                         self._roles_taken = True
                     if not self._fenced(self.node_id):
@@ -173,7 +212,7 @@ class ClusterNode:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
-            if not batch:
+            if not batch and not loaded:
                 await self._wait_for_commits()
 
     async def _wait_for_commits(self) -> None:

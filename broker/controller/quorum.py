@@ -8,6 +8,9 @@ applied, so they are always computed against the state they will be applied to.
 
 from __future__ import annotations
 
+import json
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 from broker.controller import records as r
@@ -17,7 +20,24 @@ from broker.controller.heartbeats import BrokerHeartbeats
 from broker.controller.new_partitions import add_partitions
 from broker.controller.placement import assign_replicas, check_assignment
 from broker.controller.raft import LEADER, Message, NotLeader, Outgoing, RaftNode, RaftStorage
+from broker.controller.snapshot import from_snapshot, to_snapshot
 from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE, MetadataState
+
+log = logging.getLogger("broker.controller")
+
+# Kafka's default for metadata.log.max.record.bytes.between.snapshots (20 MiB).
+DEFAULT_SNAPSHOT_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CommittedRecords:
+    """What a broker following the metadata reads: committed records after the index it has applied, or,
+    when the entries it needs were compacted away, first a snapshot (`snapshot_index`, `snapshot`) to
+    replace its state with, then the records after it."""
+
+    records: list[tuple[int, dict[str, Any]]]
+    snapshot_index: int | None = None
+    snapshot: dict[str, Any] | None = None
 
 
 class QuorumController:
@@ -31,6 +51,7 @@ class QuorumController:
         unclean_leader_election: bool = False,
         election_timeout_ms: tuple[int, int] = (150, 300),
         heartbeat_ms: int = 50,
+        max_record_bytes_between_snapshots: int = DEFAULT_SNAPSHOT_BYTES,
     ) -> None:
         self.raft = RaftNode(
             node_id, voters, storage, election_timeout_ms=election_timeout_ms, heartbeat_ms=heartbeat_ms
@@ -42,15 +63,39 @@ class QuorumController:
         self._active_since_ms: int | None = None
         self.heartbeats = BrokerHeartbeats()
         self._creating: dict[str, int] = {}  # topic -> Raft index of its CreateTopic, until applied
+        if max_record_bytes_between_snapshots < 1:
+            raise ValueError("metadata.log.max.record.bytes.between.snapshots must be at least 1, "
+                             f"got {max_record_bytes_between_snapshots}")
+        self.snapshot_bytes = max_record_bytes_between_snapshots
+        self._bytes_since_snapshot = 0  # record bytes applied since the last snapshot (Kafka counts the same)
+        self._apply_committed()  # the state the stored snapshot holds, before the first message or tick
 
     @property
     def is_active(self) -> bool:
         return self.raft.role == LEADER
 
     def _apply_committed(self) -> None:
+        snap = self.raft.snapshot_to_load()
+        if snap is not None:  # the node started from it, or the leader installed it: it replaces the state
+            self.state = from_snapshot(snap.data)
+            self._bytes_since_snapshot = 0
         for _, entry in self.raft.committed_entries():
             if entry.data is not None:
                 self.state.apply(r.from_dict(entry.data))
+                self._bytes_since_snapshot += len(json.dumps(entry.data))
+        # Each member snapshots on its own (Raft paper, section 7), as KRaft does once
+        # metadata.log.max.record.bytes.between.snapshots of records were applied since the last one.
+        if self._bytes_since_snapshot >= self.snapshot_bytes:
+            self.take_snapshot()
+
+    def take_snapshot(self) -> None:
+        """Compact the metadata log up to the last applied entry into a snapshot of the state."""
+        index = self.raft.last_applied
+        if index > self.raft.snapshot_index:
+            self.raft.compact(index, to_snapshot(self.state))
+            log.info("metadata snapshot at index %d (%d bytes of records since the last one)",
+                     index, self._bytes_since_snapshot)
+        self._bytes_since_snapshot = 0
 
     def tick(self, now_ms: int) -> list[Outgoing]:
         self.now_ms = now_ms
@@ -198,15 +243,18 @@ class QuorumController:
             raise ValueError(f"config resource {resource!r} must be broker:<id>, topic:<name> or cluster")
         return self._propose([r.ConfigChange(resource, key, value)])
 
-    def committed_records(self, from_index: int, limit: int = 1000) -> list[tuple[int, dict[str, Any]]]:
+    def committed_records(self, from_index: int, limit: int = 1000) -> CommittedRecords:
         """Committed records after `from_index` (1-based Raft index), for brokers that follow the
-        metadata without voting: they apply them to their own `MetadataState`."""
+        metadata: they apply them to their own `MetadataState`. A broker behind the snapshot (a restart,
+        a long pause) gets the snapshot first, as a KRaft broker fetches the snapshot (KIP-630)."""
+        snapshot_index, snapshot = None, None
+        if from_index < self.raft.snapshot_index and self.raft.snapshot is not None:
+            snapshot_index, snapshot = self.raft.snapshot_index, self.raft.snapshot.data
+            from_index = self.raft.snapshot_index
         end = min(self.raft.commit_index, from_index + limit)
-        return [
-            (i, self.raft.log[i - 1].data)
-            for i in range(from_index + 1, end + 1)
-            if self.raft.log[i - 1].data is not None
-        ]
+        records = [(i, e.data) for i, e in enumerate(self.raft.entries(from_index + 1, end), from_index + 1)
+                   if e.data is not None]
+        return CommittedRecords(records, snapshot_index, snapshot)
 
     def elect_preferred_leaders(self, partitions: list[tuple[str, int]] | None = None) -> int:
         """Move leadership back to each partition's first replica (all partitions, or the given ones)."""
@@ -223,6 +271,8 @@ class QuorumController:
             "term": self.raft.term,
             "leader": self.raft.leader,
             "commit_index": self.raft.commit_index,
+            "last_index": self.raft.last_index,
+            "snapshot_index": self.raft.snapshot_index,
             "brokers": {b.broker_id: {"fenced": b.fenced, "rack": b.rack} for b in self.state.brokers.values()},
             "topics": {
                 t.name: [

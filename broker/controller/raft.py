@@ -8,6 +8,10 @@ asks "would you vote for me?" before raising its term, so a voter that was pause
 depose a healthy leader when it comes back), log replication with the log-matching check, commit
 only of entries from the leader's current term once a majority stores them, and step-down on any
 higher term.
+
+Log compaction follows the Raft paper, section 7: `compact(index, data)` replaces the applied prefix up
+to `index` with a snapshot of the state machine (`data`), remembering the last included entry's index and
+term; a leader whose follower needs an entry that is gone sends it the snapshot (InstallSnapshot) instead.
 """
 
 from __future__ import annotations
@@ -58,7 +62,37 @@ class AppendReply:
     match_index: int  # on success: last index known to match; on failure: a hint for next_index - 1
 
 
-Message = RequestVote | VoteReply | AppendEntries | AppendReply
+@dataclass(frozen=True)
+class InstallSnapshot:
+    """The leader's snapshot for a follower that needs entries the leader has compacted away (Raft paper,
+    section 7). Sent whole in one message: the metadata state is small. Answered with an `AppendReply`
+    whose `match_index` is `last_index`."""
+
+    term: int
+    leader: int
+    last_index: int  # the last log entry the snapshot replaces
+    last_term: int
+    data: Any
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    index: int  # last included entry
+    term: int  # its term
+    data: Any  # the state machine's image, JSON-serialisable
+
+
+Message = RequestVote | VoteReply | AppendEntries | AppendReply | InstallSnapshot
+
+
+@dataclass(frozen=True)
+class Persisted:
+    """What a node restarts from: term, vote, the newest snapshot (if any) and the log entries after it."""
+
+    term: int
+    voted_for: int | None
+    snapshot: Snapshot | None
+    entries: list[Entry]
 
 
 @dataclass(frozen=True)
@@ -68,10 +102,14 @@ class Outgoing:
 
 
 class RaftStorage(Protocol):
-    def load(self) -> tuple[int, int | None, list[Entry]]: ...
+    def load(self) -> Persisted: ...
     def save_state(self, term: int, voted_for: int | None) -> None: ...
     def truncate_and_append(self, from_index: int, entries: list[Entry]) -> None:
-        """Drop entries at index >= from_index (1-based) and append `entries` after them."""
+        """Drop entries at index >= from_index (1-based, absolute) and append `entries` after them."""
+        ...
+    def save_snapshot(self, snapshot: Snapshot, entries_after: list[Entry]) -> None:
+        """Make `snapshot` durable, then replace the log by `entries_after` (indices snapshot.index + 1, ...).
+        A crash in between must leave the snapshot and a log consistent with it."""
         ...
 
 
@@ -81,17 +119,22 @@ class MemoryStorage:
 
     term: int = 0
     voted_for: int | None = None
-    log: list[Entry] = field(default_factory=list)
+    log: list[Entry] = field(default_factory=list)  # the entries after `snapshot`
+    snapshot: Snapshot | None = None
 
-    def load(self) -> tuple[int, int | None, list[Entry]]:
-        return self.term, self.voted_for, list(self.log)
+    def load(self) -> Persisted:
+        return Persisted(self.term, self.voted_for, self.snapshot, list(self.log))
 
     def save_state(self, term: int, voted_for: int | None) -> None:
         self.term, self.voted_for = term, voted_for
 
     def truncate_and_append(self, from_index: int, entries: list[Entry]) -> None:
-        del self.log[from_index - 1 :]
+        base = self.snapshot.index if self.snapshot else 0
+        del self.log[from_index - 1 - base :]
         self.log.extend(entries)
+
+    def save_snapshot(self, snapshot: Snapshot, entries_after: list[Entry]) -> None:
+        self.snapshot, self.log = snapshot, list(entries_after)
 
 
 class NotLeader(Exception):
@@ -122,11 +165,18 @@ class RaftNode:
         self.id = node_id
         self.voters = sorted(voters)
         self.storage = storage
-        self.term, self.voted_for, self.log = storage.load()
+        saved = storage.load()
+        self.term, self.voted_for, self.log = saved.term, saved.voted_for, saved.entries
+        # The snapshot replaces entries 1..snapshot_index, which were committed and applied when it was
+        # taken: the node starts from it (the state machine loads it through `snapshot_to_load`).
+        self.snapshot = saved.snapshot
+        self.snapshot_index = saved.snapshot.index if saved.snapshot else 0
+        self.snapshot_term = saved.snapshot.term if saved.snapshot else 0
+        self._snapshot_to_apply = saved.snapshot
         self.role = FOLLOWER
         self.leader: int | None = None
-        self.commit_index = 0
-        self.last_applied = 0
+        self.commit_index = self.snapshot_index
+        self.last_applied = self.snapshot_index
         self._timeout_range = election_timeout_ms
         self._heartbeat_ms = heartbeat_ms
         self._max_batch = max_batch
@@ -145,10 +195,25 @@ class RaftNode:
     # --- helpers -------------------------------------------------------------------------------
     @property
     def last_index(self) -> int:
-        return len(self.log)
+        return self.snapshot_index + len(self.log)
 
     def term_at(self, index: int) -> int:
-        return self.log[index - 1].term if 1 <= index <= len(self.log) else 0
+        """The term of entry `index`; 0 when there is none, or when a snapshot has replaced it."""
+        if index == self.snapshot_index:
+            return self.snapshot_term
+        pos = index - self.snapshot_index
+        return self.log[pos - 1].term if 1 <= pos <= len(self.log) else 0
+
+    def entry(self, index: int) -> Entry:
+        """Entry `index` (1-based); only for snapshot_index < index <= last_index."""
+        if not self.snapshot_index < index <= self.last_index:
+            raise IndexError(f"entry {index} is not in the log ({self.snapshot_index + 1}..{self.last_index})")
+        return self.log[index - self.snapshot_index - 1]
+
+    def entries(self, first: int, last: int) -> list[Entry]:
+        """Entries `first`..`last` (inclusive) that the log still holds."""
+        lo = max(first, self.snapshot_index + 1) - self.snapshot_index - 1
+        return self.log[lo : max(lo, last - self.snapshot_index)]
 
     def _majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -209,13 +274,35 @@ class RaftNode:
             return self._on_vote_reply(message)
         if isinstance(message, AppendEntries):
             return self._on_append(message)
+        if isinstance(message, InstallSnapshot):
+            return self._on_install_snapshot(message)
         return self._on_append_reply(message)
+
+    def snapshot_to_load(self) -> Snapshot | None:
+        """A snapshot the state machine must load before applying `committed_entries` (the one this node
+        started from, or one a leader installed); None when there is none new. Returned once."""
+        snap, self._snapshot_to_apply = self._snapshot_to_apply, None
+        return snap
 
     def committed_entries(self) -> list[tuple[int, Entry]]:
         """Entries committed since the last call, in order (for applying to the state machine)."""
-        out = [(i, self.log[i - 1]) for i in range(self.last_applied + 1, self.commit_index + 1)]
+        out = [(i, self.entry(i)) for i in range(self.last_applied + 1, self.commit_index + 1)]
         self.last_applied = self.commit_index
         return out
+
+    def compact(self, index: int, data: Any) -> None:
+        """Replace entries 1..`index` by `data`, the state machine's image after applying them (Raft paper,
+        section 7). Only applied entries can be compacted: they are committed, so no leader ever needs
+        this node to hold them again except through the snapshot."""
+        if index > self.last_applied:
+            raise ValueError(f"cannot compact to {index}: only entries up to {self.last_applied} are applied")
+        if index <= self.snapshot_index:
+            return
+        snap = Snapshot(index, self.term_at(index), data)
+        kept = self.log[index - self.snapshot_index :]
+        # Durable first: a crash after this leaves the snapshot and a log that still matches it.
+        self.storage.save_snapshot(snap, kept)
+        self.snapshot, self.snapshot_index, self.snapshot_term, self.log = snap, snap.index, snap.term, kept
 
     # --- elections -----------------------------------------------------------------------------
     def _start_pre_vote(self) -> list[Outgoing]:
@@ -286,9 +373,15 @@ class RaftNode:
     # --- replication ---------------------------------------------------------------------------
     def _append_for(self, peer: int) -> Outgoing:
         nxt = self.next_index.get(peer, self.last_index + 1)
-        prev = nxt - 1
-        entries = tuple(self.log[prev : prev + self._max_batch])
         self._last_sent[peer] = self._now
+        if nxt <= self.snapshot_index and self.snapshot is not None:
+            # The entries this follower needs are compacted away: it gets the snapshot. Counted as sent up to
+            # the end of the log, so it is not sent again before its answer or the next heartbeat.
+            self._sent_upto[peer] = self.last_index
+            snap = self.snapshot
+            return Outgoing(peer, InstallSnapshot(self.term, self.id, snap.index, snap.term, snap.data))
+        prev = nxt - 1
+        entries = tuple(self.entries(nxt, prev + self._max_batch))
         self._sent_upto[peer] = max(self._sent_upto.get(peer, 0), prev + len(entries))
         return Outgoing(peer, AppendEntries(self.term, self.id, prev, self.term_at(prev), entries, self.commit_index))
 
@@ -298,6 +391,10 @@ class RaftNode:
         self._become_follower(m.term, m.leader)
         self._leader_contact = self._now
         self._reset_election_deadline()
+        if m.prev_index < self.snapshot_index:
+            # Entries up to snapshot_index are committed here, so they match the leader's: skip them.
+            skip = self.snapshot_index - m.prev_index
+            m = AppendEntries(m.term, m.leader, self.snapshot_index, self.snapshot_term, m.entries[skip:], m.commit)
         if m.prev_index > self.last_index or self.term_at(m.prev_index) != m.prev_term:
             hint = min(m.prev_index - 1, self.last_index)
             return [Outgoing(m.leader, AppendReply(self.term, self.id, False, hint))]
@@ -308,7 +405,7 @@ class RaftNode:
             if index <= self.last_index and self.term_at(index) == entry.term:
                 continue
             new = list(m.entries[i:])
-            del self.log[index - 1 :]
+            del self.log[index - self.snapshot_index - 1 :]
             self.log.extend(new)
             self.storage.truncate_and_append(index, new)
             break
@@ -316,6 +413,23 @@ class RaftNode:
         if m.commit > self.commit_index:
             self.commit_index = min(m.commit, match)
         return [Outgoing(m.leader, AppendReply(self.term, self.id, True, match))]
+
+    def _on_install_snapshot(self, m: InstallSnapshot) -> list[Outgoing]:
+        if m.term < self.term:
+            return [Outgoing(m.leader, AppendReply(self.term, self.id, False, self.last_index))]
+        self._become_follower(m.term, m.leader)
+        self._leader_contact = self._now
+        self._reset_election_deadline()
+        if m.last_index > self.commit_index:  # else this node already holds (and applied) all of it
+            snap = Snapshot(m.last_index, m.last_term, m.data)
+            # Raft paper, section 7: a log entry matching the snapshot's last one keeps what follows it;
+            # otherwise the whole log is discarded (it conflicts with, or lacks, committed entries).
+            kept = self.log[m.last_index - self.snapshot_index :] if self.term_at(m.last_index) == m.last_term else []
+            self.storage.save_snapshot(snap, kept)
+            self.snapshot, self.snapshot_index, self.snapshot_term, self.log = snap, snap.index, snap.term, kept
+            self.commit_index = self.last_applied = m.last_index
+            self._snapshot_to_apply = snap
+        return [Outgoing(m.leader, AppendReply(self.term, self.id, True, m.last_index))]
 
     def _on_append_reply(self, m: AppendReply) -> list[Outgoing]:
         if self.role != LEADER or m.term != self.term:

@@ -91,6 +91,8 @@ class MetadataState:
             entries = self.configs.setdefault(record.resource, {})
             if record.value is None:
                 entries.pop(record.key, None)
+                if not entries:  # no empty resources left behind: a snapshot could not say they exist
+                    del self.configs[record.resource]
             else:
                 entries[record.key] = record.value
 

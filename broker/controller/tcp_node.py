@@ -2,7 +2,8 @@
 
 Peers exchange JSON-lines Raft messages over one outgoing connection per peer (reconnected on
 failure; messages sent while disconnected are dropped, which Raft tolerates). The same port also
-takes admin lines (`status`, `records` (committed metadata from an index), `register`, `heartbeat`,
+takes admin lines (`status`, `records` (committed metadata from an index, after a snapshot when the
+entries after that index were compacted away), `register`, `heartbeat`,
 `create_topic`, `create_partitions`, `alter_config`, ...), answered with one JSON line; this is what tests
 and, until the Kafka-protocol controller APIs are wired, the lead's broker glue can use.
 
@@ -24,13 +25,14 @@ import click
 
 from broker import config
 from broker.controller.errors import ControllerError
-from broker.controller.quorum import QuorumController
+from broker.controller.quorum import DEFAULT_SNAPSHOT_BYTES, QuorumController
 from broker.controller.raft import Outgoing
 from broker.controller.raft_storage import FileStorage
 from broker.controller.wire import decode, encode
 from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.controller")
+_MAX_LINE = 64 << 20
 
 
 def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
@@ -111,8 +113,11 @@ class TcpController:
             if op == "status":
                 return {"ok": True, **self.ctl.status()}
             if op == "records":
-                recs = self.ctl.committed_records(int(req.get("from", 0)))
-                return {"ok": True, "records": recs, "commit_index": self.ctl.raft.commit_index}
+                got = self.ctl.committed_records(int(req.get("from", 0)))
+                answer = {"ok": True, "records": got.records, "commit_index": self.ctl.raft.commit_index}
+                if got.snapshot is not None:
+                    answer |= {"snapshot_index": got.snapshot_index, "snapshot": got.snapshot}
+                return answer
             if op == "register":
                 idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"),
                                               str(req.get("incarnation", "")))
@@ -156,7 +161,9 @@ class TcpController:
 
     async def run(self, stop: asyncio.Event) -> None:
         host, port = self.voters[self.node_id]
-        server = await asyncio.start_server(self._serve, host, port)
+        # One JSON line per message, and an InstallSnapshot carries the whole metadata state: far above
+        # asyncio's default 64 KiB line limit on a cluster with many partitions (the same limit as the client's).
+        server = await asyncio.start_server(self._serve, host, port, limit=_MAX_LINE)
         log.info("controller %s listening on %s:%s", self.node_id, host, port)
         try:
             async with server:
@@ -176,13 +183,18 @@ class TcpController:
 @click.option("--voters", required=True, help="ID@HOST:PORT,... of every quorum member.")
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--session-timeout-ms", type=int, default=9000, show_default=True)
-def main(node_id: int, voters: str, data_dir: Path, session_timeout_ms: int) -> None:
+@click.option("--max-record-bytes-between-snapshots", type=click.IntRange(min=1), default=DEFAULT_SNAPSHOT_BYTES,
+              show_default=True, help="metadata.log.max.record.bytes.between.snapshots: snapshot after this many "
+              "bytes of applied records.")
+def main(node_id: int, voters: str, data_dir: Path, session_timeout_ms: int,
+         max_record_bytes_between_snapshots: int) -> None:
     """Run one controller quorum member."""
     logging.basicConfig(level=logging.INFO)
     parsed = parse_voters(voters)
     if node_id not in parsed:
         raise click.BadParameter(f"--node-id {node_id} is not among the voters {sorted(parsed)}")
-    node = TcpController(node_id, parsed, data_dir, session_timeout_ms=session_timeout_ms)
+    node = TcpController(node_id, parsed, data_dir, session_timeout_ms=session_timeout_ms,
+                         max_record_bytes_between_snapshots=max_record_bytes_between_snapshots)
 
     async def go() -> None:
         stop = asyncio.Event()

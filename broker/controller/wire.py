@@ -6,13 +6,22 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from broker.controller.raft import AppendEntries, AppendReply, Entry, Message, RequestVote, VoteReply
+from broker.controller.raft import (
+    AppendEntries,
+    AppendReply,
+    Entry,
+    InstallSnapshot,
+    Message,
+    RequestVote,
+    VoteReply,
+)
 
 _TYPES: dict[str, type[Any]] = {
     "vote": RequestVote,
     "vote_reply": VoteReply,
     "append": AppendEntries,
     "append_reply": AppendReply,
+    "install_snapshot": InstallSnapshot,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

@@ -104,4 +104,4 @@ def test_quorum_op_commits_on_every_controller_and_validate_only_proposes_nothin
     views = [q.state.topics["t"].partitions for q in sim.nodes.values()]
     assert all(v == views[0] for v in views) and len(views[0]) == 5
     assert {p.leader for p in views[0]} == {1, 2, 3}
-    assert [d["kind"] for _, d in sim.active().committed_records(0)][-1] == "add_partitions"
+    assert [d["kind"] for _, d in sim.active().committed_records(0).records][-1] == "add_partitions"

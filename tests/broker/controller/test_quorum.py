@@ -11,14 +11,15 @@ from broker.controller.errors import (
     StaleEpoch,
     TopicExists,
 )
-from broker.controller.quorum import QuorumController
+from broker.controller.quorum import DEFAULT_SNAPSHOT_BYTES, QuorumController
 from broker.controller.raft import MemoryStorage, Outgoing
 
 
 class Sim:
     """Three controllers over a lossless in-process network with a shared millisecond clock."""
 
-    def __init__(self) -> None:
+    def __init__(self, snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES) -> None:
+        self.snapshot_bytes = snapshot_bytes
         self.now = 0
         self.down: set[int] = set()
         self.stores = {v: MemoryStorage() for v in (1, 2, 3)}
@@ -26,7 +27,8 @@ class Sim:
         self.queue: list[tuple[int, Outgoing]] = []
 
     def _make(self, v: int) -> QuorumController:
-        q = QuorumController(v, [1, 2, 3], self.stores[v], session_timeout_ms=500)
+        q = QuorumController(v, [1, 2, 3], self.stores[v], session_timeout_ms=500,
+                             max_record_bytes_between_snapshots=self.snapshot_bytes)
         q.raft._rng = random.Random(v)
         return q
 
@@ -161,10 +163,10 @@ def test_config_changes_replicate_and_bad_resources_are_named() -> None:
     ctl.alter_config("broker:1", "log.retention.ms", None)
     sim.run(100)
     for q in sim.nodes.values():
-        assert q.state.configs == {"cluster": {"unclean.leader.election.enable": "false"}, "broker:1": {}}
+        assert q.state.configs == {"cluster": {"unclean.leader.election.enable": "false"}}  # no empty resource left
     with pytest.raises(ValueError, match="must be broker:<id>, topic:<name> or cluster"):
         ctl.alter_config("group:g", "k", "v")
-    assert [d["kind"] for _, d in ctl.committed_records(0)][-1] == "config_change"
+    assert [d["kind"] for _, d in ctl.committed_records(0).records][-1] == "config_change"
 
 
 def test_explicit_assignment_is_checked_and_kept() -> None:
@@ -258,3 +260,44 @@ def test_a_restarted_last_isr_member_leads_again_only_after_its_heartbeat() -> N
     sim.active().heartbeat(2)
     sim.run(50)
     assert sim.active().state.partition("solo", 0).leader == 2  # type: ignore[union-attr]
+
+
+def test_controllers_snapshot_and_a_restarted_one_catches_up_from_the_leaders_snapshot() -> None:
+    sim = Sim(snapshot_bytes=2000)
+    sim.run(400)
+    ctl = sim.active()
+    for b in (1, 2, 3):
+        ctl.register_broker(b, "127.0.0.1", 9000 + b, None, f"inc{b}")
+    sim.run(50)
+    ctl.create_topic("t", 3, 3, "id-t")
+    sim.run(50)
+    down = next(v for v in (1, 2, 3) if v != ctl.raft.id)
+    sim.down.add(down)
+    before = sim.nodes[down].raft.last_index
+    for i in range(100):  # ~100 bytes each: several snapshots' worth
+        ctl.alter_config("cluster", f"k{i % 7}", str(i))
+        for b in (1, 2, 3):
+            ctl.heartbeat(b)
+        sim.run(5)
+    ctl.delete_topic("t")
+    ctl.create_topic("u", 2, 2, "id-u")
+    sim.run(100)
+    assert ctl.raft.snapshot_index > before + 50  # what the stopped node lacks is only in the snapshot now
+    assert len(ctl.raft.log) < 40
+    sim.down.discard(down)
+    sim.nodes[down] = sim._make(down)  # restarted from its storage
+    sim.run(300)
+    restarted = sim.nodes[down]
+    assert restarted.raft.snapshot_index >= ctl.raft.snapshot_index - 40 > before
+    assert restarted.state.snapshot() == ctl.state.snapshot() and restarted.state.applied == ctl.state.applied
+    assert "t" not in restarted.state.topics and restarted.state.configs["cluster"]["k1"] == "99"
+    # A broker that follows the log from the start gets the snapshot, then the records after it.
+    got = restarted.committed_records(0)
+    assert got.snapshot_index == restarted.raft.snapshot_index and got.snapshot is not None
+    assert all(i > got.snapshot_index for i, _ in got.records)
+    assert restarted.committed_records(got.snapshot_index).snapshot is None
+
+
+def test_compaction_threshold_must_be_positive() -> None:
+    with pytest.raises(ValueError, match=r"metadata\.log\.max\.record\.bytes\.between\.snapshots must be at least 1"):
+        QuorumController(1, [1], MemoryStorage(), max_record_bytes_between_snapshots=0)
