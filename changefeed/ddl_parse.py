@@ -468,7 +468,7 @@ def _definition(column: exp.ColumnDef, definition: str) -> ColumnDefinition:
     return ColumnDefinition(
         column.name, definition, nullable and not serial, default,
         computed=serial or any(isinstance(k, _COMPUTED) for k in kinds),
-        first=where == "FIRST", after=position.this.name if where == "AFTER" else None,
+        first=where == "FIRST", after=position.this.name if position is not None and where == "AFTER" else None,
     )
 
 
