@@ -56,7 +56,7 @@ def test_added_columns_take_their_default_in_existing_rows(
         "ALTER TABLE t ADD COLUMN n INT NOT NULL, ADD COLUMN e ENUM('x','y') NOT NULL, ADD c CHAR(3) NOT NULL, "
         "ADD COLUMN z INT",
         "ALTER TABLE t ADD COLUMN d DECIMAL(6,2) DEFAULT '1.5', ADD COLUMN ts TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP",
-        "INSERT INTO t (id, a, s) VALUES (4, 40, 'later')",
+        "INSERT INTO t (id, a, s, n, e, c) VALUES (4, 40, 'later', 5, 'y', 'abc')",
         "UPDATE t SET a = 11 WHERE id = 1",
     ])
     _assert_equal(mysql, database, spark, config, "t")
