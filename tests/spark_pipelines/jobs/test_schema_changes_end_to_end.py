@@ -1,6 +1,7 @@
 """Schema changes applied as MySQL applies them, end to end: real MariaDB -> changefeed -> Apache Kafka ->
 the streaming job -> Delta, compared with what MariaDB itself returns after the DDL (column names, order,
-values). Each workload runs in one micro-batch, so rows before and after each DDL meet in one batch.
+values). Each workload runs in one micro-batch, so rows before and after each DDL meet in one batch; a
+replay of every offset from a new checkpoint leaves the tables equal.
 
 Regression tests for issue 16 ([equality]): an added column's DEFAULT in existing rows, column positions
 (ADD ... AFTER/FIRST, MODIFY/CHANGE ... AFTER/FIRST) and a type change between rows of one batch."""
@@ -32,6 +33,12 @@ def _through_pipeline(mysql: MySQLServer, database: str, kafka: KafkaReference, 
     return config
 
 
+def _replay(spark: Any, config: PipelineConfig, tmp_path: Path) -> None:
+    """Every offset again from a new checkpoint into the same tables: the DDL applies again, over rows
+    that already hold their later values."""
+    run_once(spark, PipelineConfig(config.source, config.target_path, str(tmp_path / "checkpoint-replay")))
+
+
 def _assert_equal(mysql: MySQLServer, database: str, spark: Any, config: PipelineConfig, table: str) -> None:
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")  # TIMESTAMP as UTC wall time, as Spark hands it back
@@ -57,8 +64,10 @@ def test_added_columns_take_their_default_in_existing_rows(
         "ADD COLUMN z INT",
         "ALTER TABLE t ADD COLUMN d DECIMAL(6,2) DEFAULT '1.5', ADD COLUMN ts TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP",
         "INSERT INTO t (id, a, s, n, e, c) VALUES (4, 40, 'later', 5, 'y', 'abc')",
-        "UPDATE t SET a = 11 WHERE id = 1",
+        "UPDATE t SET a = 11, s = 'mine' WHERE id = 1",
     ])
+    _assert_equal(mysql, database, spark, config, "t")
+    _replay(spark, config, tmp_path)
     _assert_equal(mysql, database, spark, config, "t")
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SELECT s, n, e, d FROM t WHERE id = 2")
@@ -79,6 +88,8 @@ def test_columns_keep_the_position_mysql_gives_them(
         "INSERT INTO p VALUES (4, 'z4', 'four', 4, 44)",
     ])
     _assert_equal(mysql, database, spark, config, "p")
+    _replay(spark, config, tmp_path)
+    _assert_equal(mysql, database, spark, config, "p")
 
 
 def test_a_type_change_between_rows_of_one_batch_converts_as_mysql(
@@ -91,6 +102,8 @@ def test_a_type_change_between_rows_of_one_batch_converts_as_mysql(
         "ALTER TABLE f MODIFY d DECIMAL(8,2)",  # rounded half away from zero: 1.23, -0.01
         "INSERT INTO f VALUES (3, 2.718281828459045, 9.99)",
     ])
+    _assert_equal(mysql, database, spark, config, "f")
+    _replay(spark, config, tmp_path)
     _assert_equal(mysql, database, spark, config, "f")
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SELECT f FROM f WHERE id = 1")
