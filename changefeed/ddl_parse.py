@@ -67,7 +67,8 @@ class ColumnDefault:
     """A column's DEFAULT clause. `kind`: "none" (no DEFAULT clause), "null", "literal" (`value` is the
     constant's text as MySQL reads it; `is_string` tells a quoted string from a number), "now"
     (CURRENT_TIMESTAMP and its synonyms, `value` the fractional digits asked for), "expression"
-    (anything else: MySQL 8.0.13's `DEFAULT (expr)`, or a function; `value` its SQL)."""
+    (anything else: MySQL 8.0.13's `DEFAULT (expr)`, or a function; `value` its SQL), "unreadable" (a
+    column definition sqlglot cannot parse; `value` its text)."""
 
     kind: str
     value: str | None = None
@@ -428,12 +429,19 @@ def _unparsed_edits(clause: Sequence[Token], text: str) -> list[ColumnEdit]:
         for part in _split_tokens(inner):
             definition = text[part[0].start:part[-1].end + 1]
             parsed = _parse_clause(f"ADD COLUMN {definition}")
-            if parsed is None:
-                raise DDLParseError(f"cannot read the column definition {definition!r} in the DDL statement "
-                                    f"{_short(text)!r}; report it with the statement")
-            edits.extend(e for a in parsed for e in _column_edits(a, definition))
+            edits.extend(e for a in parsed for e in _column_edits(a, definition)) if parsed is not None else \
+                edits.append(_unreadable(part, definition))
         return edits
+    if verb == "ADD" and i < len(clause) and _word(clause[i]) not in _NOT_COLUMN_DROPS | {"IF"}:
+        return [_unreadable(clause[i:], _definition_text(clause, text))]
     return []
+
+
+def _unreadable(tokens: Sequence[Token], definition: str) -> AddColumn:
+    """An added column whose definition sqlglot cannot read: kept (default kind "unreadable") so a
+    reader that needs its DEFAULT can refuse the statement instead of missing the column."""
+    name = str(tokens[0].text) if tokens and _is_name(tokens[0]) else ""
+    return AddColumn(ColumnDefinition(name, definition, default=ColumnDefault("unreadable", definition)))
 
 
 def _split_tokens(tokens: Sequence[Token]) -> list[list[Token]]:

@@ -26,7 +26,7 @@ from spark_pipelines.errors import SchemaError
 from spark_pipelines.io.delta import DELETED, add_column, follow_type, q, table_ref
 from spark_pipelines.io.history import VALID_TO
 from spark_pipelines.io.tables import seq_literal
-from spark_pipelines.transforms.column_values import existing_value
+from spark_pipelines.transforms.column_values import existing_value, refuse_unknowable
 from spark_pipelines.transforms.create_table import definition_type
 from spark_pipelines.transforms.parse import SEQ
 
@@ -82,6 +82,7 @@ class ColumnEditor:
 
     def _add(self, edit: AddColumn) -> None:
         column = edit.column
+        refuse_unknowable(column, self.ddl["sql"])  # before the table changes
         ctype = self._type(column)
         if self._has(column.name):
             if edit.if_not_exists:

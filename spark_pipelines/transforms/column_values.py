@@ -32,13 +32,8 @@ def existing_value(column: ColumnDefinition, ctype: ColumnType, commit_ms: int, 
                    source_time_zone: str = "UTC") -> Column | None:
     """The value of `column` in rows that existed when the ALTER TABLE committed at `commit_ms`
     (unix milliseconds); None for NULL."""
+    refuse_unknowable(column, statement)
     default = column.default
-    if column.computed or default.kind == "expression":
-        what = "computed per row (AUTO_INCREMENT or generated)" if column.computed else \
-            f"the expression DEFAULT {default.value}"
-        raise DDLError(f"ALTER TABLE adds column {column.name!r} whose value in existing rows is {what}, which "
-                       f"the pipeline cannot compute: {statement[:300]!r}. Exclude the table (tables.exclude), or "
-                       "stop the pipeline and rebuild the Delta table from a copy of the MySQL table")
     if default.kind == "null" or (default.kind == "none" and column.nullable):
         return None
     if default.kind == "now":
@@ -46,6 +41,22 @@ def existing_value(column: ColumnDefinition, ctype: ColumnType, commit_ms: int, 
     if default.kind == "none":
         return _implicit(ctype)
     return _literal(default.value or "", default.is_string, ctype, source_time_zone)
+
+
+def refuse_unknowable(column: ColumnDefinition, statement: str) -> None:
+    """DDLError, naming the statement, for an added column whose value in existing rows is not known
+    from the binlog."""
+    default = column.default
+    if default.kind == "unreadable":
+        raise DDLError(f"cannot read the definition of the column {column.name!r} that ALTER TABLE adds "
+                       f"({default.value!r}), so not the value existing rows take: {statement[:300]!r}. Exclude "
+                       "the table (tables.exclude), or report the statement so the DDL reader learns its form")
+    if column.computed or default.kind == "expression":
+        what = "computed per row (AUTO_INCREMENT or generated)" if column.computed else \
+            f"the expression DEFAULT {default.value}"
+        raise DDLError(f"ALTER TABLE adds column {column.name!r} whose value in existing rows is {what}, which "
+                       f"the pipeline cannot compute: {statement[:300]!r}. Exclude the table (tables.exclude), or "
+                       "stop the pipeline and rebuild the Delta table from a copy of the MySQL table")
 
 
 def _now(ctype: ColumnType, commit_ms: int, name: str, statement: str, zone: str) -> Column:
