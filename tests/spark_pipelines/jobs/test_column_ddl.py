@@ -3,6 +3,7 @@ a FLOAT row, then MODIFY to DOUBLE plus ADD COLUMN ... DEFAULT ... FIRST, then a
 for SCD type 1 and type 2 (where the open versions take the default); an added column whose values MySQL
 computes per row stops the batch naming the statement."""
 
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +55,19 @@ def test_a_column_mysql_computes_per_row_stops_the_batch(spark: Any, tmp_path: P
     with pytest.raises(DDLError, match="cannot compute") as error:
         ApplyBatch(_config(tmp_path, 1))(records(spark, batch), 0)
     assert sql in str(error.value)
+
+
+def test_double_to_float_rounds_the_older_rows_to_float(spark: Any, tmp_path: Path) -> None:
+    """MySQL stores the older DOUBLE values as FLOAT; the Delta column stays DOUBLE (Delta cannot narrow)
+    and holds exactly the float values."""
+    batch = [
+        dml("g", "INSERT", {"id": "1", "g": "3.14159265358979"}, types={"id": "int", "g": "double"},
+            commit_ts=1 << 18, es=1),
+        ddl("g", "ALTER", "ALTER TABLE g MODIFY g FLOAT", commit_ts=2 << 18, es=2),
+        dml("g", "INSERT", {"id": "2", "g": "2.5"}, types={"id": "int", "g": "float"}, commit_ts=3 << 18, es=3),
+    ]
+    config = _config(tmp_path, 1)
+    ApplyBatch(config)(records(spark, batch), 0)
+    rows = sorted(tuple(r) for r in live_rows(spark, config.table_path("shop", "g")).collect())
+    as_float = struct.unpack("f", struct.pack("f", 3.14159265358979))[0]
+    assert rows == [(1, as_float), (2, 2.5)]
