@@ -63,6 +63,54 @@ ColumnChange = DropColumn | RenameColumn
 
 
 @dataclass(frozen=True)
+class ColumnDefault:
+    """A column's DEFAULT clause. `kind`: "none" (no DEFAULT clause), "null", "literal" (`value` is the
+    constant's text as MySQL reads it; `is_string` tells a quoted string from a number), "now"
+    (CURRENT_TIMESTAMP and its synonyms, `value` the fractional digits asked for), "expression"
+    (anything else: MySQL 8.0.13's `DEFAULT (expr)`, or a function; `value` its SQL), "unreadable" (a
+    column definition sqlglot cannot parse; `value` its text)."""
+
+    kind: str
+    value: str | None = None
+    is_string: bool = False
+
+
+@dataclass(frozen=True)
+class ColumnDefinition:
+    """One column as ADD/MODIFY/CHANGE define it (MySQL manual 15.1.9 "ALTER TABLE Statement").
+
+    `definition` is the clause text from the column's name on (`s VARCHAR(12) NOT NULL DEFAULT 'x'`),
+    for readers of the data type; `first`/`after` the position (`FIRST` / `AFTER after`; neither: an
+    added column goes last, a modified one stays); `computed` for values MySQL computes per row
+    (AUTO_INCREMENT, generated `AS (expr)` columns)."""
+
+    name: str
+    definition: str
+    nullable: bool = True
+    default: ColumnDefault = ColumnDefault("none")
+    computed: bool = False
+    first: bool = False
+    after: str | None = None
+
+
+@dataclass(frozen=True)
+class AddColumn:
+    column: ColumnDefinition
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ModifyColumn:
+    """MODIFY c ... (`old` == the column's name) or CHANGE old new ...: a new definition, maybe a new name."""
+
+    old: str
+    column: ColumnDefinition
+
+
+ColumnEdit = DropColumn | RenameColumn | AddColumn | ModifyColumn
+
+
+@dataclass(frozen=True)
 class RenameTable:
     old: TableName
     new: TableName
@@ -72,7 +120,9 @@ class RenameTable:
 class ParsedDDL:
     """`tables`: every table the statement touches, qualified (RENAME: old then new of each pair);
     `database`: the database a CREATE/DROP/ALTER DATABASE names; `renames` and `column_changes` in
-    statement order; `sql`: the statement with executable comments opened (what MySQL ran)."""
+    statement order; `sql`: the statement with executable comments opened (what MySQL ran);
+    `column_edits`: every column clause of an ALTER TABLE in statement order (drops, renames, and the
+    definitions ADD/MODIFY/CHANGE give, with their DEFAULT and position; CHANGE is one ModifyColumn)."""
 
     kind: DDLKind
     tables: tuple[TableName, ...]
@@ -80,6 +130,7 @@ class ParsedDDL:
     renames: tuple[RenameTable, ...] = ()
     column_changes: tuple[ColumnChange, ...] = ()
     sql: str = ""
+    column_edits: tuple[ColumnEdit, ...] = ()
 
 
 def _tokens(sql: str) -> list[Token]:
@@ -326,6 +377,7 @@ def _clauses(r: _Reader) -> list[list[Token]]:
 def _alter_table(r: _Reader, text: str) -> ParsedDDL:
     table = r.table()
     changes: list[ColumnChange] = []
+    edits: list[ColumnEdit] = []
     rename: RenameTable | None = None
     clauses = _clauses(r)
     if len(clauses) == 1:  # several clauses are one multi-schema change: ALTER for TiCDC
@@ -342,14 +394,133 @@ def _alter_table(r: _Reader, text: str) -> ParsedDDL:
         sub.i = 0
         parsed = _parse_clause(clause_sql)
         if parsed is None:
-            changes.extend(_unparsed_clause(sub, clause_sql))
+            found = _unparsed_clause(sub, clause_sql)
+            changes.extend(found)
+            edits.extend(_unparsed_edits(clause, text) or found)
         else:
             for action in parsed:
                 changes.extend(_column_change(action))
+                edits.extend(_column_edits(action, _definition_text(clause, text)))
     if rename is not None:
         return ParsedDDL(DDLKind.RENAME_TABLE, (rename.old, rename.new), renames=(rename,),
-                         column_changes=tuple(changes), sql=text)
-    return ParsedDDL(DDLKind.ALTER_TABLE, (table,), column_changes=tuple(changes), sql=text)
+                         column_changes=tuple(changes), sql=text, column_edits=tuple(edits))
+    return ParsedDDL(DDLKind.ALTER_TABLE, (table,), column_changes=tuple(changes), sql=text,
+                     column_edits=tuple(edits))
+
+
+def _definition_text(clause: Sequence[Token], text: str) -> str:
+    """The clause from the defined column's name on: past the verb, COLUMN, IF [NOT] EXISTS and, for
+    CHANGE, the old name."""
+    verb = _word(clause[0])
+    i = 1
+    if i < len(clause) and _word(clause[i]) == "COLUMN":
+        i += 1
+    if i < len(clause) and _word(clause[i]) == "IF":
+        i += 3 if i + 1 < len(clause) and _word(clause[i + 1]) == "NOT" else 2
+    if verb == "CHANGE":
+        i += 1
+    return text[clause[i].start:clause[-1].end + 1] if i < len(clause) else ""
+
+
+def _column_edits(action: exp.Expression, definition: str) -> list[ColumnEdit]:
+    if isinstance(action, exp.ColumnDef):
+        return [AddColumn(_definition(action, definition), bool(action.args.get("exists")))]
+    if isinstance(action, exp.ModifyColumn) and isinstance(action.this, exp.ColumnDef):
+        old = action.args.get("rename_from")
+        column = _definition(action.this, definition)
+        return [ModifyColumn(old.name if old is not None else column.name, column)]
+    return list(_column_change(action))
+
+
+def _unparsed_edits(clause: Sequence[Token], text: str) -> list[ColumnEdit]:
+    """Column definitions in clause forms sqlglot does not read: MariaDB's `MODIFY/CHANGE [COLUMN] IF
+    EXISTS` (read without IF EXISTS: a missing column is skipped when applied anyway) and
+    `ADD [COLUMN] (c1 def1, c2 def2)`."""
+    verb = _word(clause[0])
+    i = 2 if len(clause) > 1 and _word(clause[1]) == "COLUMN" else 1
+    if verb in ("MODIFY", "CHANGE") and i < len(clause) and _word(clause[i]) == "IF":
+        rest = text[clause[i + 2].start:clause[-1].end + 1] if i + 2 < len(clause) else ""
+        parsed = _parse_clause(f"{verb} COLUMN {rest}")
+        return [e for a in parsed or [] for e in _column_edits(a, _definition_text(clause, text))]
+    if verb == "ADD" and i < len(clause) and clause[i].token_type is TokenType.L_PAREN:
+        inner = clause[i + 1:-1] if clause[-1].token_type is TokenType.R_PAREN else []
+        edits: list[ColumnEdit] = []
+        for part in _split_tokens(inner):
+            definition = text[part[0].start:part[-1].end + 1]
+            parsed = _parse_clause(f"ADD COLUMN {definition}")
+            edits.extend(e for a in parsed for e in _column_edits(a, definition)) if parsed is not None else \
+                edits.append(_unreadable(part, definition))
+        return edits
+    if verb == "ADD" and i < len(clause) and _word(clause[i]) not in _NOT_COLUMN_DROPS | {"IF"}:
+        return [_unreadable(clause[i:], _definition_text(clause, text))]
+    return []
+
+
+def _unreadable(tokens: Sequence[Token], definition: str) -> AddColumn:
+    """An added column whose definition sqlglot cannot read: kept (default kind "unreadable") so a
+    reader that needs its DEFAULT can refuse the statement instead of missing the column."""
+    name = str(tokens[0].text) if tokens and _is_name(tokens[0]) else ""
+    return AddColumn(ColumnDefinition(name, definition, default=ColumnDefault("unreadable", definition)))
+
+
+def _split_tokens(tokens: Sequence[Token]) -> list[list[Token]]:
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+        elif token.token_type is TokenType.COMMA and depth == 0:
+            parts.append([])
+            continue
+        parts[-1].append(token)
+    return [p for p in parts if p]
+
+
+_COMPUTED = (exp.AutoIncrementColumnConstraint, exp.ComputedColumnConstraint, exp.GeneratedAsIdentityColumnConstraint)
+_NOW = {"NOW", "CURRENT_TIMESTAMP", "LOCALTIME", "LOCALTIMESTAMP"}
+
+
+def _definition(column: exp.ColumnDef, definition: str) -> ColumnDefinition:
+    kinds = [c.args.get("kind") for c in column.args.get("constraints") or []]
+    nullable = not any((isinstance(k, exp.NotNullColumnConstraint) and not k.args.get("allow_null"))
+                       or isinstance(k, exp.PrimaryKeyColumnConstraint) for k in kinds)
+    default = next((_default(k.this) for k in kinds if isinstance(k, exp.DefaultColumnConstraint)),
+                   ColumnDefault("none"))
+    kind = column.args.get("kind")
+    serial = isinstance(kind, exp.DataType) and kind.this == exp.DataType.Type.SERIAL
+    position = column.args.get("position")
+    where = str(position.args.get("position") or "").upper() if position is not None else ""
+    return ColumnDefinition(
+        column.name, definition, nullable and not serial, default,
+        computed=serial or any(isinstance(k, _COMPUTED) for k in kinds),
+        first=where == "FIRST", after=position.this.name if position is not None and where == "AFTER" else None,
+    )
+
+
+def _default(value: exp.Expression) -> ColumnDefault:
+    """A DEFAULT clause's value (MySQL manual 13.6 "Data Type Default Values")."""
+    if isinstance(value, exp.Paren) and isinstance(value.this, exp.Literal | exp.Neg | exp.Null):
+        value = value.this  # DEFAULT ('x'): an expression that is a constant
+    if isinstance(value, exp.Introducer | exp.Cast) and isinstance(value.this if isinstance(value, exp.Cast)
+                                                                   else value.expression, exp.Literal):
+        value = value.this if isinstance(value, exp.Cast) else value.expression  # _utf8mb4'x', DATE '2020-01-01'
+    if isinstance(value, exp.Null):
+        return ColumnDefault("null")
+    if isinstance(value, exp.Literal):
+        return ColumnDefault("literal", str(value.this), bool(value.is_string))
+    if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal) and not value.this.is_string:
+        return ColumnDefault("literal", f"-{value.this.this}")
+    if isinstance(value, exp.Boolean):
+        return ColumnDefault("literal", "1" if value.this else "0")
+    if isinstance(value, exp.BitString):
+        return ColumnDefault("literal", str(int(str(value.this) or "0", 2)))
+    name = str(value.this).upper() if isinstance(value, exp.Anonymous) else ""
+    if isinstance(value, exp.CurrentTimestamp | exp.Localtimestamp) or name in _NOW:
+        digits = value.this if not isinstance(value, exp.Anonymous) else (value.expressions or [None])[0]
+        return ColumnDefault("now", str(digits.this) if isinstance(digits, exp.Literal) else "0")
+    return ColumnDefault("expression", value.sql(dialect="mysql"))
 
 
 _ADD_INDEX = {"INDEX", "KEY", "UNIQUE", "PRIMARY", "FOREIGN", "FULLTEXT", "SPATIAL"}

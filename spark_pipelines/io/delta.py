@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from spark_pipelines.errors import TypeChangeError
 from spark_pipelines.io.evolution import Change, plan_change
+from spark_pipelines.schemas import ColumnType
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
 from spark_pipelines.transforms.rows import DELETE, OP, TableShape
 
@@ -71,7 +72,8 @@ def table_properties(change_data_feed: bool = False) -> dict[str, str]:
 
 
 def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> None:
-    """Create the table for `shape`, or add its new columns and widen changed types."""
+    """Create the table for `shape`, or add its new columns (at their place in the layout) and widen
+    changed types."""
     if not exists(spark, path):
         builder = DeltaTable.createIfNotExists(spark).location(path)
         for name, ctype in shape.columns:
@@ -83,21 +85,36 @@ def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: 
         builder.execute()
         return
     current = {field.name: field.dataType for field in spark.read.format("delta").load(path).schema}
-    missing = [(name, ctype) for name, ctype in shape.columns if name not in current]
-    if missing:
-        columns = ", ".join(f"{q(name)} {ctype.sql}" for name, ctype in missing)
-        spark.sql(f"ALTER TABLE {table_ref(path)} ADD COLUMNS ({columns})")
+    previous: str | None = None
     for name, ctype in shape.columns:
         if name not in current:
-            continue
-        decision, target = plan_change(current[name], ctype.spark_type)
-        if decision is Change.WIDEN:
-            try:
-                spark.sql(f"ALTER TABLE {table_ref(path)} ALTER COLUMN {q(name)} TYPE {target.simpleString()}")
-            except Exception as exc:
-                raise _type_error(path, name, current[name], ctype.mysql_type, str(exc)) from exc
-        elif decision is Change.REFUSE:
-            raise _type_error(path, name, current[name], ctype.mysql_type, "Delta cannot widen this type")
+            # At its place in the rows' layout, so the table keeps MySQL's column order.
+            add_column(spark, path, name, ctype.sql, first=previous is None, after=previous)
+        else:
+            follow_type(spark, path, name, current[name], ctype)
+        previous = name
+
+
+def add_column(spark: Any, path: str, name: str, sql_type: str, *, first: bool = False,
+               after: str | None = None) -> None:
+    """ADD COLUMNS at a position (Delta supports FIRST / AFTER with column mapping); else last."""
+    position = " FIRST" if first else f" AFTER {q(after)}" if after else ""
+    spark.sql(f"ALTER TABLE {table_ref(path)} ADD COLUMNS ({q(name)} {sql_type}{position})")
+
+
+def follow_type(spark: Any, path: str, name: str, existing: Any, ctype: ColumnType) -> Any:
+    """Widen the Delta column `name` (now `existing`) to hold MySQL's new type `ctype`, or refuse;
+    returns the column's type afterwards."""
+    decision, target = plan_change(existing, ctype.spark_type)
+    if decision is Change.WIDEN:
+        try:
+            spark.sql(f"ALTER TABLE {table_ref(path)} ALTER COLUMN {q(name)} TYPE {target.simpleString()}")
+        except Exception as exc:
+            raise _type_error(path, name, existing, ctype.mysql_type, str(exc)) from exc
+        return target
+    if decision is Change.REFUSE:
+        raise _type_error(path, name, existing, ctype.mysql_type, "Delta cannot widen this type")
+    return existing
 
 
 def _type_error(path: str, name: str, existing: Any, mysql_type: str, why: str) -> TypeChangeError:

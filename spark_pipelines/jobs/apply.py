@@ -6,9 +6,11 @@ Row changes of a segment are merged newest-per-key with the sequence guard (io/d
 Between segments come the DDL the tables must follow: TRUNCATE and DROP TABLE at sequence S turn every
 row older than S into a tombstone at S (so a replayed older insert cannot bring it back; DROP follows
 `target.on_drop_table`); RENAME TABLE moves the rows to the new name (`target.on_rename_table`); ALTER
-TABLE drops and renames columns (Delta column mapping); CREATE TABLE creates the Delta table (when
-transforms/create_table.py can read its columns; else the first row does). New columns and widened
-types need no DDL: the rows' layout carries them (io/delta.ensure_table). Ordering DDL against rows of
+TABLE adds (with the value MySQL gives existing rows), modifies (type, position), renames and drops
+columns (io/columns.py); CREATE TABLE creates the Delta table (when transforms/create_table.py can read
+its columns; else the first row does). A type change cuts the batch like any column DDL, so the rows
+before it are read with the old type and converted as MySQL converts them. Columns the rows' layout
+has and the table lacks are added at their place (io/delta.ensure_table). Ordering DDL against rows of
 other partitions needs the commit timestamp in every message (`enable-tidb-extension=true` on the
 changefeed).
 """
@@ -23,12 +25,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from changefeed.ddl_parse import DropColumn
 from changefeed.model import TableName
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
-from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest, q, table_ref
+from spark_pipelines.io.columns import ColumnEditor
+from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
@@ -57,21 +59,6 @@ class BatchReport:
     tables: tuple[str, ...]
 
 
-def _alter_columns(spark: Any, path: str, ddl: Any) -> None:
-    """Replay-safe: dropping a missing column or renaming onto an existing one (re-added by replayed
-    older rows) leaves the table as the DDL left MySQL."""
-    for change in read_ddl(ddl["database"], ddl["table"], ddl["sql"]).column_changes:
-        present = {f.name.lower() for f in spark.read.format("delta").load(path).schema}
-        if isinstance(change, DropColumn):
-            if change.name.lower() in present:
-                spark.sql(f"ALTER TABLE {table_ref(path)} DROP COLUMN {q(change.name)}")
-        elif change.old.lower() in present:
-            if change.new.lower() in present:
-                spark.sql(f"ALTER TABLE {table_ref(path)} DROP COLUMN {q(change.old)}")
-            else:
-                spark.sql(f"ALTER TABLE {table_ref(path)} RENAME COLUMN {q(change.old)} TO {q(change.new)}")
-
-
 def _relevant(ddl: Any) -> bool:
     """DDL that changes which rows or columns a table has (CREATE INDEX and the like do not). Raises
     DDLError for a message that cannot be mapped to its table (read_ddl), rather than skipping it."""
@@ -80,7 +67,7 @@ def _relevant(ddl: Any) -> bool:
         return bool(parsed.renames)
     if ddl["type"] == CREATE:
         return created_shape(ddl["sql"], ddl["database"]) is not None
-    return ddl["type"] in (TRUNCATE, DROP) or bool(parsed.column_changes)
+    return ddl["type"] in (TRUNCATE, DROP) or bool(parsed.column_edits)
 
 
 def schema_changes(rows: list[Any]) -> list[Any]:
@@ -205,7 +192,9 @@ class ApplyBatch:
         if ddl["type"] in (TRUNCATE, DROP):
             self._empty(spark, path, ddl)
         else:
-            _alter_columns(spark, path, ddl)
+            edits = read_ddl(ddl["database"], ddl["table"], ddl["sql"]).column_edits
+            ColumnEditor(spark, path, ddl, source_time_zone=self.config.source_time_zone,
+                         history=self.config.scd_type == 2).apply(edits)
         log.info("applied %s to %s.%s: %s", ddl["type"], ddl["database"], ddl["table"], ddl["sql"][:200])
         return {f"{ddl['database']}.{ddl['table']}"}
 

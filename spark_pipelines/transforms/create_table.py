@@ -15,7 +15,7 @@ import re
 from changefeed.ddl_parse import executable_sql
 from changefeed.errors import DDLParseError
 from spark_pipelines.errors import SchemaError
-from spark_pipelines.schemas import column_type
+from spark_pipelines.schemas import ColumnType, column_type
 from spark_pipelines.transforms.rows import TableShape
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
@@ -103,6 +103,24 @@ def _mysql_type(name: str, args: str | None, flags: str, rest: str) -> str:
     return f"{text} {flags}".strip()
 
 
+def _column(clause: str) -> tuple[str, ColumnType, str]:
+    """`name type [attributes]` -> (name, its type, the attributes' text); SchemaError when unreadable."""
+    column = _COLUMN.match(clause)
+    if column is None:
+        raise SchemaError(f"cannot read the column definition {clause[:200]!r}")
+    args, after = _parenthesised(clause[column.end():])
+    flags = _FLAGS.match(after)
+    assert flags is not None  # the pattern matches the empty string
+    mysql_type = _mysql_type(column.group("type"), args, " ".join(flags.group(1).lower().split()), after)
+    return _unquote(column.group(1)), column_type(mysql_type), after
+
+
+def definition_type(definition: str) -> ColumnType:
+    """The type of a column definition (`s VARCHAR(12) NOT NULL DEFAULT 'x'`, as ALTER TABLE ADD/MODIFY
+    give it: changefeed.ddl_parse.ColumnDefinition.definition), spelled as rows' `mysqlType` would."""
+    return _column(definition)[1]
+
+
 def created_shape(sql: str, default_db: str) -> TableShape | None:
     """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
     try:
@@ -124,18 +142,13 @@ def created_shape(sql: str, default_db: str) -> TableShape | None:
             continue
         if _TABLE_CLAUSE.match(clause):
             continue
-        column = _COLUMN.match(clause)
-        if column is None or _GENERATED.search(clause):
+        if _GENERATED.search(clause):
             return None
-        name = _unquote(column.group(1))
-        args, after = _parenthesised(clause[column.end():])
-        flags = _FLAGS.match(after)
-        assert flags is not None  # the pattern matches the empty string
-        mysql_type = _mysql_type(column.group("type"), args, " ".join(flags.group(1).lower().split()), after)
         try:
-            columns.append((name, column_type(mysql_type)))
+            name, ctype, after = _column(clause)
         except SchemaError:
             return None
+        columns.append((name, ctype))
         if re.search(r"\bPRIMARY\s+KEY\b", after, re.IGNORECASE):
             key = [name]
     names = {name for name, _ in columns}
