@@ -22,7 +22,9 @@ from changefeed.lifecycle.source_uri import parse_source_uri, source_database
 from changefeed.model import Checkpoint, Position, TableName, compose_tso, tso_physical_ms
 from changefeed.source.binlog_positions import check_start_position
 from changefeed.source.capture import NO_POSITION, start_position
+from changefeed.source.gtid_set import EXPECTED_FORMS, GtidSet, GtidSetError, parse_gtid_set
 from changefeed.source.server import ConnectionSettings, list_tables, session
+from changefeed.source.start_gtid import position_after_gtids
 from changefeed.source.start_time import position_at_time
 from sink.errors import SinkError
 from sink.kafka import prepare_topic
@@ -30,6 +32,10 @@ from sink.uri import KafkaSinkConfig, parse_sink_uri
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _POSITION = re.compile(r"^(?P<file>[^:\s]+):(?P<pos>\d+)$")
+# A GTID set is given as gtid:<set>: a bare MySQL set (uuid:1-100) would read as FILE:POS-like text and
+# a bare MariaDB GTID (0-1-100) nearly as a date; the prefix is checked first, so no file named "gtid".
+GTID_PREFIX = "gtid:"
+Start = Position | int | GtidSet  # a binlog position, unix seconds, or the GTIDs already processed
 
 
 class InvalidDefinition(ChangefeedError):
@@ -192,47 +198,59 @@ def check_eligible_tables(settings: ConnectionSettings, change_filter: ChangeFil
 # --- where a changefeed starts ----------------------------------------------------------------
 
 
-def parse_start(text: str, field: str) -> Position | int:
-    """A binlog position FILE:POS, or a time (ISO-8601, UTC if no zone, or a TSO number) as unix seconds."""
+def parse_start(text: str, field: str) -> Start:
+    """A binlog position FILE:POS, a time (ISO-8601, UTC if no zone, or a TSO number) as unix seconds,
+    or `gtid:<set>`: the GTIDs already processed (start at the first transaction outside them)."""
+    if text[:len(GTID_PREFIX)].lower() == GTID_PREFIX:
+        try:
+            return parse_gtid_set(text[len(GTID_PREFIX):])
+        except GtidSetError as exc:
+            raise InvalidDefinition(field, f"{field} {text!r}: {exc}") from exc
     match = _POSITION.match(text)
     if match:
         return Position(match["file"], int(match["pos"]))
     tso = parse_moment(text)
     if tso is None:
         raise InvalidDefinition(field, f"{field} {text!r} is not allowed; use 'now', a binlog position FILE:POS "
-                                "such as mysql-bin.000003:4, or a time: ISO-8601 such as 2026-01-02T03:04:05Z "
-                                "(UTC unless a zone is given) or a TSO number")
+                                "such as mysql-bin.000003:4, a time: ISO-8601 such as 2026-01-02T03:04:05Z "
+                                "(UTC unless a zone is given) or a TSO number, or gtid:<set> with the set in "
+                                f"{EXPECTED_FORMS}")
     seconds = tso_physical_ms(tso) // 1000
     if seconds > time.time():
         raise InvalidDefinition(field, f"{field} {text!r} is in the future; use 'now' or a past time")
     return seconds
 
 
-def resolve_start(settings: ConnectionSettings, start: Position | int, field: str) -> Position:
-    """The checked binlog position of an explicit start: a position as given, a time looked up."""
+def resolve_start(settings: ConnectionSettings, start: Start, field: str) -> Position:
+    """The checked binlog position of an explicit start: a position as given, a time or GTID set looked up."""
     try:
         if isinstance(start, Position):
             return check_start_position(settings, start)
-        return position_at_time(settings, start)
+        if isinstance(start, int):
+            return position_at_time(settings, start)
+        return position_after_gtids(settings, start)
     except ChangefeedError as exc:
-        shown = f"{start.file}:{start.pos}" if isinstance(start, Position) else _utc(start)
+        shown = (f"{start.file}:{start.pos}" if isinstance(start, Position)
+                 else _utc(start) if isinstance(start, int) else f"{GTID_PREFIX}{start}")
         raise InvalidDefinition(field, f"{field} {shown}: {exc}", retriable=exc.retriable) from exc
 
 
-def unchecked_start(start: Position | int | None, field: str) -> Position:
-    """The start when the source is not consulted (tests of the API alone): a time cannot be looked up."""
+def unchecked_start(start: Start | None, field: str) -> Position:
+    """The start when the source is not consulted (tests of the API alone): a time or GTID set cannot be
+    looked up."""
     if start is None:
         return NO_POSITION
     if isinstance(start, Position):
         return start
-    raise InvalidDefinition(field, f"{field}: a start time needs the source's binlog to be looked up")
+    what = "a start time" if isinstance(start, int) else "a GTID set"
+    raise InvalidDefinition(field, f"{field}: {what} needs the source's binlog to be looked up")
 
 
 def _utc(unix_seconds: int) -> str:
     return datetime.datetime.fromtimestamp(unix_seconds, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def start_warnings(config: ChangefeedConfig, text: str | None, explicit: Position | int | None
+def start_warnings(config: ChangefeedConfig, text: str | None, explicit: Start | None
                    ) -> tuple[str, ...]:
     """A snapshot is taken only by a changefeed starting 'now'; an explicit start means 'from there'."""
     if explicit is None:
@@ -255,7 +273,7 @@ def first_position(config: ChangefeedConfig, here: Position) -> Position:
 
 
 def overwrite_checkpoint(source: str, text: str, *, check_services: bool = True) -> Checkpoint:
-    """`resume --overwrite-checkpoint FILE:POS|TIME` for a changefeed reading `source`, checked like
+    """`resume --overwrite-checkpoint FILE:POS|TIME|gtid:SET` for a changefeed reading `source`, checked like
     `--start`."""
     start = parse_start(text, "overwrite_checkpoint")
     if not check_services:

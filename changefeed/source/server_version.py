@@ -27,6 +27,17 @@ Session setup (`ServerVersion.session_sql`): MySQL >= 8.0.30 may hide a generate
 (`my_row_id`) from information_schema when `show_gipk_in_create_table_and_information_schema=OFF`; the
 binlog's row images carry it all the same, so every session that reads table definitions shows it
 (manual, 15.1.20.11 "Generated Invisible Primary Keys").
+
+GTID bounds, for a start by GTID set (`gtid_bounds`, `binlog_start_gtids`):
+
+- MySQL: `@@gtid_executed` (every transaction the server committed) and `@@gtid_purged` (those whose
+  binlogs are gone), meaningful only with `gtid_mode=ON` (MySQL 8.4 Reference Manual, 19.1.6.5 "Global
+  Transaction ID System Variables"); each binlog opens with a Previous_gtids event holding the set
+  written before it.
+- MariaDB: GTIDs are always on; `@@gtid_binlog_pos` is the last GTID per domain in the binlog, and
+  each binlog opens with a Gtid_list event (shown as `[0-1-6,...]`) holding the position before it, so
+  the oldest binlog's list marks what was purged (MariaDB Knowledge Base, "Global Transaction ID",
+  "gtid_binlog_pos"; "Gtid_list_log_event").
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from changefeed.errors import ServerConfigError
 
 _NUMBERS = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 # Some proxies and old clients see MariaDB as "5.5.5-10.11.6-MariaDB": the 5.5.5- prefix is the
@@ -146,3 +159,38 @@ def binlog_status(cur: Any, version: ServerVersion | None = None) -> BinlogStatu
         return None
     gtid = str(row[4] or "").replace("\n", "") if len(row) > 4 else ""
     return BinlogStatus(str(row[0]), int(row[1]), gtid)
+
+
+@dataclass(frozen=True)
+class GtidBounds:
+    """The GTIDs a server's binlog has written (`executed`) and those no longer in it (`purged`), in the
+    server's own notation."""
+
+    executed: str
+    purged: str
+
+
+def binlog_start_gtids(cur: Any, version: ServerVersion, file: str) -> str:
+    """The GTIDs written before binlog `file`: its Gtid_list (MariaDB) or Previous_gtids (MySQL) event,
+    one of the first events of every binlog; "" when the file has none."""
+    wanted = "Gtid_list" if version.is_mariadb else "Previous_gtids"
+    cur.execute("SHOW BINLOG EVENTS IN %s LIMIT 4", (file,))
+    for row in cur.fetchall():
+        if str(row[2]) == wanted:
+            return "".join(str(row[5] or "").strip("[]").split())
+    return ""
+
+
+def gtid_bounds(cur: Any, version: ServerVersion, oldest_file: str) -> GtidBounds:
+    """Executed and purged GTIDs; ServerConfigError when the server gives transactions no GTIDs."""
+    if version.is_mariadb:
+        cur.execute("SELECT @@gtid_binlog_pos")
+        executed = str(cur.fetchone()[0] or "")
+        return GtidBounds(executed, binlog_start_gtids(cur, version, oldest_file))
+    cur.execute("SELECT @@gtid_mode, @@gtid_executed, @@gtid_purged")
+    mode, executed, purged = cur.fetchone()
+    if str(mode).upper() != "ON":
+        raise ServerConfigError(f"gtid_mode is {mode} on this server, so its transactions have no GTIDs to "
+                                "start from; start by binlog position FILE:POS or by time instead (or set "
+                                "gtid_mode=ON, MySQL manual 19.1.4 \"Changing GTID Mode on Online Servers\")")
+    return GtidBounds("".join(str(executed or "").split()), "".join(str(purged or "").split()))

@@ -28,7 +28,7 @@ from changefeed.source.server_version import server_version
 
 # Dump connections with the same server id replace each other: the look-up uses ids far from those of
 # running changefeeds (1e6 .. 1e9+1e6, changefeed/lifecycle/runner.py).
-_LOOKUP_SERVER_IDS = (3_000_000_000, 4_000_000_000)
+LOOKUP_SERVER_IDS = (3_000_000_000, 4_000_000_000)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _first_at_or_after(settings: ConnectionSettings, start: Position, unix_secon
                        is_mariadb: bool) -> _Found:
     """Read from `start` (an event boundary) to the first transaction or DDL beginning at or after
     `unix_seconds`, non-blocking; the boundary before it, or the end of the binlog."""
-    reader = BinlogReader(settings, start, is_mariadb=is_mariadb, server_id=random.randint(*_LOOKUP_SERVER_IDS),
+    reader = BinlogReader(settings, start, is_mariadb=is_mariadb, server_id=random.randint(*LOOKUP_SERVER_IDS),
                           blocking=False)
     boundary, in_group = start, False
     try:
