@@ -130,7 +130,7 @@ def parse_mysql(text: str) -> MysqlGtids:
         if not _UUID.match(uuid):
             raise GtidSetError(f"{item!r}: {uuid!r} is not a source uuid; use {EXPECTED_FORMS}")
         uuid = _canonical_uuid(uuid)
-        if not rest:
+        if not any(rest):
             raise GtidSetError(f"{item!r} names a source but no transactions; use {EXPECTED_FORMS}")
         tag = ""
         for part in rest:

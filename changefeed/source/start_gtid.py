@@ -36,8 +36,16 @@ from changefeed.source.records import (
     TableMap,
 )
 from changefeed.source.server import ConnectionSettings, session
-from changefeed.source.server_version import ServerVersion, binlog_start_gtids, gtid_bounds, server_version
+from changefeed.source.server_version import (
+    ServerVersion,
+    binlog_start_gtids,
+    binlog_status,
+    gtid_bounds,
+    server_version,
+)
 from changefeed.source.start_time import LOOKUP_SERVER_IDS
+
+_GAP_EVENTS = 20  # more than the non-transaction events that open a binlog
 
 
 def position_after_gtids(settings: ConnectionSettings, gtids: GtidSet) -> Position:
@@ -61,6 +69,8 @@ def position_after_gtids(settings: ConnectionSettings, gtids: GtidSet) -> Positi
                 f"transactions after the set were purged: the server no longer has {purged} (its oldest binlog "
                 f"is {files[0].name}); the changes between the set and those are lost to capture: give a set "
                 "that contains them, or start 'now' with snapshot-mode 'initial' to copy the tables")
+        status = binlog_status(cur, version)
+        here = Position(status.file, status.pos) if status is not None else None
         low, high = 0, len(files) - 1  # invariant: file `low` opens within the set (or is the oldest)
         while low < high:
             middle = (low + high + 1) // 2
@@ -69,23 +79,41 @@ def position_after_gtids(settings: ConnectionSettings, gtids: GtidSet) -> Positi
             else:
                 high = middle - 1
     boundary = _first_outside(settings, Position(files[low].name, BINLOG_HEADER), gtids, version.is_mariadb)
+    if boundary is None:
+        # Every transaction the scan read is in the set, and it read at least up to `here` (taken
+        # before it): start at the server's position then, not at the last event the reader surfaced.
+        boundary = here or Position(files[-1].name, files[-1].size)
     return check_start_position(settings, boundary)  # also fills in the GTID state at the boundary
 
 
-def _first_outside(settings: ConnectionSettings, start: Position, gtids: GtidSet, is_mariadb: bool) -> Position:
+def _first_outside(settings: ConnectionSettings, start: Position, gtids: GtidSet, is_mariadb: bool
+                   ) -> Position | None:
     """Read from `start` (an event boundary) to the first GTID event outside `gtids`, non-blocking; the
-    position where that event starts, or the end of the binlog."""
+    position where that event starts, or None when the binlog ends first."""
     reader = BinlogReader(settings, start, is_mariadb=is_mariadb, server_id=random.randint(*LOOKUP_SERVER_IDS),
                           blocking=False)
-    end = start  # where the last event read ends: where the next one starts
+    end = start  # where the last event surfaced ends: the GTID event starts there or a few events later
     try:
         for record in reader:
             if isinstance(record, BeginRecord) and record.gtid and not gtids.contains(record.gtid):
-                return Position(end.file, end.pos)
+                return _event_start(settings, end, record.position)
             end = _end_of(record, end)
     finally:
         reader.close()
-    return Position(end.file, end.pos)
+    return None
+
+
+def _event_start(settings: ConnectionSettings, after: Position, event_end: Position) -> Position:
+    """Where the event ending at `event_end` starts. The reader surfaces only some events (not Gtid_list,
+    Previous_gtids, Binlog_checkpoint, ...), so the last end it surfaced can lie a few events before;
+    SHOW BINLOG EVENTS walks from there (columns Pos and End_log_pos)."""
+    if after.file == event_end.file:
+        with session(settings) as cur:
+            cur.execute(f"SHOW BINLOG EVENTS IN %s FROM %s LIMIT {_GAP_EVENTS}", (after.file, after.pos))
+            for row in cur.fetchall():
+                if int(row[4]) == event_end.pos:
+                    return Position(after.file, int(row[1]))
+    return Position(after.file, after.pos)  # a boundary all the same: only non-transaction events follow
 
 
 def _end_of(record: BinlogRecord, before: Position) -> Position:
