@@ -212,7 +212,7 @@ def parse_start(text: str, field: str) -> Start:
     tso = parse_moment(text)
     if tso is None:
         raise InvalidDefinition(field, f"{field} {text!r} is not allowed; use 'now', a binlog position FILE:POS "
-                                "such as mysql-bin.000003:4, a time: ISO-8601 such as 2026-01-02T03:04:05Z "
+                                "such as mysql-bin.000003:4, or a time: ISO-8601 such as 2026-01-02T03:04:05Z "
                                 "(UTC unless a zone is given) or a TSO number, or gtid:<set> with the set in "
                                 f"{EXPECTED_FORMS}")
     seconds = tso_physical_ms(tso) // 1000

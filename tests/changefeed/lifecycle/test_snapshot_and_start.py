@@ -178,3 +178,83 @@ def test_start_at_a_time(
     finally:
         reader.close()
     cli_json(server, "remove", "-c", "at")
+
+
+def _transaction(mysql: MySQLServer, database: str, ids: range) -> str:
+    """insert_rows as one transaction; its GTID (MariaDB's @@last_gtid)."""
+    with mysql.connect(database, autocommit=False) as conn, conn.cursor() as cur:
+        cur.executemany("INSERT INTO t (id, v) VALUES (%s, %s)", [(i, f"row-{i}") for i in ids])
+        conn.commit()
+        cur.execute("SELECT @@last_gtid")
+        return str(cur.fetchone()[0])
+
+
+def _gtid_event_start(mysql: MySQLServer, gtid: str) -> tuple[str, int]:
+    """Where the GTID event of `gtid` starts, as SHOW BINLOG EVENTS tells (the newest binlog)."""
+    name, _ = _binlogs(mysql)[-1]
+    with mysql.connect() as conn, conn.cursor() as cur:
+        cur.execute("SHOW BINLOG EVENTS IN %s", (name,))
+        return name, next(int(r[1]) for r in cur.fetchall() if r[2] == "Gtid" and str(r[5]).endswith(f" {gtid}"))
+
+
+def test_start_after_a_gtid_set(
+    mysql: MySQLServer, database: str, broker: Process, start_server: StartServer, tmp_path: Path
+) -> None:
+    mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", database=database)
+    purged = _transaction(mysql, database, range(0, 10))
+    purge_all_but_a_new_binlog(mysql)
+    first = _transaction(mysql, database, range(10, 20))  # in the set: not delivered
+    second = _transaction(mysql, database, range(20, 30))  # the first transaction outside the set
+    third = _transaction(mysql, database, range(30, 40))
+    domain, server_id, seq = (int(n) for n in first.split("-"))
+    server = start_server()
+    topic = f"gtid-{database}"
+    common = ["--source", source_uri(mysql), "--sink-uri", f"kafka://{broker.bootstrap}/{topic}",
+              "--config", str(_config(tmp_path, database, "never"))]
+    cases = [
+        ("gtid:0-1", ["'0-1' is not a GTID", "MariaDB 'domain-server-seq[,domain-server-seq...]'",
+                      "MySQL 'uuid:1-100[:200-300][,uuid:...]'"]),
+        ("gtid:3e11fa47-71ca-11e1-9e33-c80aa9429562:1-x", ["'1-x' is neither an interval"]),
+        (f"gtid:{domain}-{server_id}-{seq + 1000}", ["holds transactions the server has not written",
+                                                    "@@gtid_binlog_pos"]),
+        (f"gtid:{domain}-{server_id}-{int(purged.rsplit('-', 1)[1]) - 1}",
+         ["transactions after the set were purged", "snapshot-mode 'initial'"]),
+    ]
+    for start, expected in cases:
+        result = cli(server, "create", "--changefeed-id", "bad", *common, "--start", start, output="table")
+        assert result.returncode == 1, (start, result.returncode, result.stderr)
+        for part in expected:
+            assert part in result.stderr, (start, result.stderr)
+        assert cli_json(server, "list", "--all") == [], f"{start} left a changefeed behind"
+
+    created = cli_json(server, "create", "--changefeed-id", "g", *common, "--start", f"gtid:{first}")
+    assert (created["checkpoint"]["file"], created["checkpoint"]["pos"]) == _gtid_event_start(mysql, second)
+    reader = TopicReader(broker.bootstrap, topic)
+    try:
+        reader.wait_ids(set(range(20, 40)), timeout=60)
+        time.sleep(1)
+        reader.poll(1)
+        assert min(reader.inserts) == 20, "rows of transactions inside the GTID set were sent"
+
+        # resume --overwrite-checkpoint takes the same form, with the same checks.
+        cli_json(server, "pause", "-c", "g")
+        stored = cli_json(server, "query", "-c", "g")
+        for start, expected in cases:
+            result = cli(server, "resume", "-c", "g", "--overwrite-checkpoint", start, output="table")
+            assert result.returncode == 1, (start, result.returncode, result.stderr)
+            for part in expected:
+                assert part in result.stderr, (start, result.stderr)
+            after = cli_json(server, "query", "-c", "g")
+            assert (after["state"], after["checkpoint"]) == ("stopped", stored["checkpoint"]), start
+        resumed = cli_json(server, "resume", "-c", "g", "--overwrite-checkpoint", f"gtid:{second}")
+        assert resumed["state"] == "normal"
+        assert (resumed["checkpoint"]["file"], resumed["checkpoint"]["pos"]) == _gtid_event_start(mysql, third)
+        sent = len(reader.inserts)
+        reader.wait_ids(set(range(30, 40)), timeout=60)
+        wait_for(lambda: (reader.poll(0.5), len(reader.inserts) >= sent + 10)[1], 60, "the replay after resume")
+        time.sleep(1)
+        reader.poll(1)
+        assert sorted(reader.inserts[sent:]) == list(range(30, 40)), "resume did not start after the set"
+    finally:
+        reader.close()
+    cli_json(server, "remove", "-c", "g")
