@@ -103,13 +103,16 @@ SPEC: dict[str, Any] = {
             "changefeed_id": {"type": "string"}, "source": {"type": "string", "description": "mysql://user:pw@host:port"},
             "sink_uri": {"type": "string", "description": "kafka://host:port/topic?..."},
             "config": {"type": "string", "description": "changefeed config as YAML text"},
-            "start": {"type": "string", "description": "now (default), FILE:POS, an ISO-8601 time or a TSO"},
+            "start": {"type": "string", "description": "now (default), FILE:POS, an ISO-8601 time, a TSO, or gtid:SET "
+                      "(start at the first transaction not in SET: MariaDB domain-server-seq[,...], MySQL "
+                      "uuid:1-100[:200-300][,...])"},
             "target": {"type": "string", "description": "TSO or ISO-8601 time to finish at"}}},
         "UpdateRequest": {"type": "object", "properties": {
             "sink_uri": {"type": "string"}, "config": {"type": "string"},
             "target": {"type": "string", "nullable": True}}},
         "ResumeRequest": {"type": "object", "properties": {
             "overwrite_checkpoint": {"type": "string",
-                                     "description": "FILE:POS, ISO-8601 time or TSO to restart from"}}},
+                                     "description": "FILE:POS, ISO-8601 time, TSO or gtid:SET to restart "
+                                                    "from (as start)"}}},
     }},
 }
