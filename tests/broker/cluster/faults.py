@@ -13,6 +13,7 @@ import random
 import struct
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,8 +161,10 @@ class Nemesis:
     def kill_all(self) -> str:
         for node in self.cluster.node_ids:
             self.cluster.kill(node)
-        for node in self.cluster.node_ids:
-            self.cluster.restart(node)
+        # Restarted together: a broker serves only once a controller quorum has its registration, so one node
+        # waiting alone to be ready would wait for ever.
+        with ThreadPoolExecutor(len(self.cluster.node_ids)) as pool:
+            list(pool.map(self.cluster.restart, self.cluster.node_ids))
         self.cluster.wait_formed()
         return "kill -9 of every node, then all restarted"
 
