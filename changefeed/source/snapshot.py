@@ -16,7 +16,7 @@ from typing import Any
 
 from changefeed.errors import ServerConfigError, SnapshotRetryError
 from changefeed.filter import ChangeFilter
-from changefeed.model import Checkpoint, Position, RowChange, TableName, TableSchema, TransactionCommit
+from changefeed.model import Checkpoint, Column, Position, RowChange, TableName, TableSchema, TransactionCommit
 from changefeed.source.mounter import SnapshotMounter
 from changefeed.source.schema_tracker import SchemaTracker
 from changefeed.source.server import (
@@ -48,6 +48,17 @@ ProgressCallback = Callable[[SnapshotProgress], None]
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def _select_expression(column: Column, key: tuple[str, ...]) -> str:
+    """How the snapshot reads a column so that its value equals what a row event carries.
+
+    The server prints FLOAT with 6 significant digits (`1.23457` for the stored 1.2345677614212036) while the
+    binlog carries the exact 4-byte value; read as DOUBLE, the snapshot gets that exact value too. Key columns
+    stay as they are: the chunked reads compare them with the last key read."""
+    if column.data_type == "float" and column.name not in key:
+        return f"CAST({_quote(column.name)} AS DOUBLE)"
+    return _quote(column.name)
 
 
 def _snapshot_position(cur: Any, settings: ConnectionSettings, is_mariadb: bool) -> Position:
@@ -111,7 +122,7 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
 def _read_table(cur: Any, schema: TableSchema, ts: int, position: Position, chunk_size: int,
                 on_progress: ProgressCallback | None) -> Iterator[RowChange]:
     mounter = SnapshotMounter(schema)
-    columns = ", ".join(_quote(c) for c in schema.column_names)
+    columns = ", ".join(_select_expression(c, schema.handle_key) for c in schema.columns)
     source = f"{_quote(schema.schema)}.{_quote(schema.table)}"
     cur.execute("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
                 (schema.schema, schema.table))

@@ -164,3 +164,23 @@ def test_a_table_rebuilt_under_the_snapshot_makes_it_start_over(
     assert rows == [("a", {"id": 1}), ("a", {"id": 2}),  # the first attempt, until b could not be read
                     ("a", {"id": 1}), ("a", {"id": 2}), ("b", {"id": 10, "w": 7}), ("b", {"id": 11, "w": 7})]
     assert isinstance(rest[-1], TransactionCommit) and rest[-1].checkpoint.position.file
+
+
+def test_a_float_read_by_the_snapshot_equals_the_same_float_in_a_row_event(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings
+) -> None:
+    """Found by the random equality harness: the server prints FLOAT with 6 significant digits, so a snapshot
+    row carried 1.23457 where the binlog carries the stored 1.2345677614212036 (a difference Delta kept)."""
+    mysql.execute("CREATE TABLE fl (id int PRIMARY KEY, f float)", "INSERT INTO fl VALUES (1, 1.2345678)",
+                  database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    source = CaptureSource(settings, options(snapshot_mode="initial", change_filter=change_filter))
+    try:
+        events = source.events()
+        snapshot_row = next(e for e in events if isinstance(e, RowChange))
+        mysql.execute("INSERT INTO fl VALUES (2, 1.2345678)", database=database)
+        streamed = next(e for e in events if isinstance(e, RowChange) and e.after and e.after["id"] == 2)
+    finally:
+        source.close()
+    assert snapshot_row.after is not None and streamed.after is not None
+    assert snapshot_row.after["f"] == streamed.after["f"] != 1.23457
