@@ -71,6 +71,7 @@ class DevCluster:
         check_broker_properties(settings or {})
         self.nodes = nodes
         self.data_dir = data_dir
+        self._file_lock = threading.Lock()  # nodes may be restarted from several threads at once
         self.base_port = base_port
         self.rack_count = rack_count
         self.settings = dict(settings or {})
@@ -158,9 +159,10 @@ class DevCluster:
             time.sleep(0.05)
 
     def _write_cluster_file(self) -> None:
-        tmp = self.cluster_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"nodes": [asdict(i) for i in self.infos()]}, indent=2))
-        os.replace(tmp, self.cluster_file)
+        with self._file_lock:
+            tmp = self.cluster_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"nodes": [asdict(i) for i in self.infos()]}, indent=2))
+            os.replace(tmp, self.cluster_file)
 
     def infos(self) -> list[NodeInfo]:
         return [
