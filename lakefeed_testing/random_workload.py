@@ -397,12 +397,12 @@ class _Planner:
             widen = [(c, _widened(c.sql_type)) for c in table.non_key if _widened(c.sql_type)]
             if not widen:
                 return None
-            column, new_type = rng.choice(widen)
-            assert new_type is not None
-            changed = replace(column, sql_type=new_type)
+            column, wider = rng.choice(widen)
+            assert wider is not None
+            changed = replace(column, sql_type=wider)
             columns[columns.index(column)] = changed
             null = "" if column.nullable else " NOT NULL"
-            return (f"{self.keyword('MODIFY')} {rng.choice(('COLUMN ', ''))}`{column.name}` {new_type}{null}",
+            return (f"{self.keyword('MODIFY')} {rng.choice(('COLUMN ', ''))}`{column.name}` {wider}{null}",
                     replace(table, columns=tuple(columns)))
         if kind == "drop_column":
             droppable = [c for c in table.non_key]
