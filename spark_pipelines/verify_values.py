@@ -2,10 +2,11 @@
 
 Both sides are turned into the same Python values with the exactness of the Spark type the pipeline
 chooses (spark_pipelines/schemas.py): integers (and BIT, YEAR) as int, DECIMAL as Decimal, FLOAT
-rounded to single precision (MySQL's client text `3.14159` is the float32 3.141590118408203 Delta
-holds), DOUBLE as float, DATE/DATETIME as naive date/datetime (zero dates: NULL), TIMESTAMP as
-microseconds since the epoch (MySQL read in UTC), TIME as MySQL's text, text types as str and binary
-types as bytes. Equal canonical values mean equal values, not merely similar ones.
+rounded to single precision (Delta holds the float32 3.141590118408203 MySQL stores for 3.14159;
+MariaDB's client text has only 6 digits, so it is read as DOUBLE), DOUBLE as float, DATE/DATETIME as
+naive date/datetime (zero dates: NULL), TIMESTAMP as microseconds since the epoch (MySQL read in UTC),
+TIME as MySQL's text, text types as str and binary types as bytes.
+Equal canonical values mean equal values, not merely similar ones.
 
 The key is the primary key, else the first unique index whose columns are all NOT NULL: the handle
 key TiCDC uses (https://docs.pingcap.com/tidb/stable/ticdc-overview#best-practices).
@@ -101,6 +102,10 @@ def mysql_select(column: SourceColumn) -> str:
     """The SELECT expression that reads `column` for `from_mysql` (the session runs in UTC)."""
     if column.kind == "time":
         return f"CAST({q(column.name)} AS CHAR)"  # MySQL's own text, as the changefeed sends it
+    if column.kind == "float32":
+        # MariaDB's client text for a FLOAT has 6 significant digits (12.5664 for 12.56636); as a DOUBLE
+        # the stored single-precision value comes whole.
+        return f"CAST({q(column.name)} AS DOUBLE)"
     return q(column.name)
 
 
