@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from changefeed.model import Checkpoint, Position, RowChange
 from changefeed.source.capture import CaptureOptions, CaptureSource
 from changefeed.source.server import ConnectionSettings
+from changefeed.source.server_version import binlog_status
 from lakefeed_testing import MySQLServer, mysql_server
 
 
@@ -40,8 +41,9 @@ def load(server: MySQLServer, rows: int) -> Position:
         database="bench",
     )
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        file, pos = cur.fetchone()[:2]
+        status = binlog_status(cur)
+        assert status is not None
+        file, pos = status.file, status.pos
     rng = random.Random(1)
     with server.connect("bench", autocommit=False) as conn, conn.cursor() as cur:
         for start in range(0, rows, 1000):  # sysbench-sized transactions

@@ -35,6 +35,7 @@ from changefeed.model import Checkpoint, Position, RowChange
 from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import CaptureOptions, CaptureSource, start_position
 from changefeed.source.server import ConnectionSettings
+from changefeed.source.server_version import binlog_status, server_version
 from lakefeed_testing.mysql import MySQLServer, mysql_server
 from lakefeed_testing.own_broker import OwnBroker
 
@@ -115,6 +116,7 @@ def _write_paced(
     per_txn = 10
     interval = per_txn / rate
     with mysql.connect(DATABASE, autocommit=False) as conn, conn.cursor() as cur:
+        version = server_version(cur)  # once: the loop below times each commit
         next_at = time.perf_counter()
         i = first
         end = next_at + seconds
@@ -125,9 +127,9 @@ def _write_paced(
             )
             conn.commit()
             committed = time.perf_counter()
-            cur.execute("SHOW MASTER STATUS")
-            file, pos = cur.fetchone()[:2]
-            commits.append((committed, Position(file, int(pos)).sort_key))
+            status = binlog_status(cur, version)
+            assert status is not None
+            commits.append((committed, Position(status.file, status.pos).sort_key))
             i += per_txn
             next_at += interval
             time.sleep(max(0.0, next_at - time.perf_counter()))

@@ -136,13 +136,17 @@ def _exit_now() -> None:
               help="Node i listens on BASE+i-1 (Kafka) and BASE+NODES+i-1 (controller).")
 @click.option("--rack-count", type=int, default=None, help="Spread nodes over this many racks (broker.rack).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Property for every node; repeatable.")
-def dev_cluster(nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...]) -> None:
+@click.option("--restart/--no-restart", default=False, show_default=True,
+              help="Start a node that died again on its data dir (otherwise it is reported and stays down).")
+def dev_cluster(
+    nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...], restart: bool
+) -> None:
     """Run a local cluster of NODES brokers in the foreground until Ctrl-C."""
     from broker.dev_cluster import DevCluster, DevClusterError
 
     try:
         cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides))
-        sys.exit(cluster.run_foreground())
+        sys.exit(cluster.run_foreground(restart))
     except (DevClusterError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

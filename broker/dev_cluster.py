@@ -7,8 +7,9 @@ are voters (`process.roles=broker,controller`); the rest are plain brokers. Ever
 ones (RF 3, min.insync.replicas 2) unless `--set` says otherwise.
 
 `DIR/cluster.json` lists each node's id, ports, pid and data dir. `run_foreground` (the click command
-`broker dev-cluster`) stops every node on Ctrl-C/SIGTERM or when a node dies; tests drive the same class
-and use `kill`/`restart`/`pause`/`resume` to inject failures into real processes.
+`broker dev-cluster`) stops every node on Ctrl-C/SIGTERM; a node that dies is reported and the others keep
+running (`--restart` starts it again). Tests drive the same class and use `kill`/`restart`/`pause`/`resume`
+to inject failures into real processes.
 """
 
 from __future__ import annotations
@@ -236,8 +237,12 @@ class DevCluster:
                 p.wait()
         self.cluster_file.unlink(missing_ok=True)
 
-    def run_foreground(self) -> int:
-        """Start, then wait until Ctrl-C/SIGTERM or until any node exits; always stop every node."""
+    def run_foreground(self, restart: bool = False) -> int:
+        """Start, then run until Ctrl-C/SIGTERM; always stop every node at the end.
+
+        A node that dies is reported (exit code and where its log is) while the others keep running, as
+        an operator expects of a local cluster; with `restart` it is started again on the same data dir.
+        Without it, the manager ends (exit 1) once no node is left."""
         stop = threading.Event()
 
         def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -249,10 +254,24 @@ class DevCluster:
                 role = f"controller 127.0.0.1:{info.controller_port}, " if info.controller_port else ""
                 print(f"node {info.node_id}: kafka 127.0.0.1:{info.port}, {role}pid {info.pid}", file=sys.stderr)
             print(f"bootstrap.servers={self.bootstrap_servers()}; Ctrl-C stops the cluster", file=sys.stderr)
+            reported: set[int] = set()
             while not stop.wait(0.2):
-                dead = [n for n, p in self.procs.items() if p.poll() is not None]
-                if dead:
-                    print(f"node(s) {dead} exited; stopping the cluster", file=sys.stderr)
+                for node_id, proc in sorted(self.procs.items()):
+                    if proc.poll() is None or node_id in reported:
+                        continue
+                    print(f"node {node_id} exited with code {proc.returncode} (log: {self.log_path(node_id)}); "
+                          f"{'restarting it' if restart else 'the other nodes keep running'}", file=sys.stderr)
+                    if not restart:
+                        reported.add(node_id)
+                        continue
+                    try:
+                        self.restart(node_id)
+                        print(f"node {node_id}: restarted, pid {self.procs[node_id].pid}", file=sys.stderr)
+                    except DevClusterError as exc:
+                        print(f"node {node_id}: restart failed: {exc}", file=sys.stderr)
+                        reported.add(node_id)
+                if len(reported) == len(self.procs):
+                    print("every node has exited; stopping", file=sys.stderr)
                     return 1
             return 0
         finally:

@@ -95,7 +95,10 @@ _LIST_COLUMNS = ("id", "state", "checkpoint.commit_time", "checkpoint_time", "ow
 @click.option("--sink-uri", required=True, help="kafka://host:port/topic?partition-num=3&...")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="changefeed config (YAML)")
-@click.option("--start", default="now", show_default=True, help="'now' or a binlog position FILE:POS")
+@click.option("--start", default="now", show_default=True,
+              help="'now' (with snapshot-mode initial: copy the tables, then follow the binlog), a binlog "
+                   "position FILE:POS that the source still has, at the start of an event, or a time "
+                   "(ISO-8601, UTC unless a zone is given, or a TSO): every transaction from then on")
 @click.option("--target", help="stop (state finished) at this TSO or ISO-8601 time")
 @_output_option
 def create(server: str, changefeed_id: str, source: str, sink_uri: str, config_path: Path | None, start: str,
@@ -166,7 +169,8 @@ _simple_command("remove", "DELETE", "", "Remove a changefeed and its metadata.")
 @main.command("resume")
 @_server_option
 @_id_option
-@click.option("--overwrite-checkpoint", help="restart from this binlog position FILE:POS instead")
+@click.option("--overwrite-checkpoint",
+              help="restart from this binlog position FILE:POS or time instead (checked like create --start)")
 @_output_option
 def resume(server: str, changefeed_id: str, overwrite_checkpoint: str | None, output: str) -> None:
     """Resume a stopped, warning or failed changefeed from its checkpoint."""

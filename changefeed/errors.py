@@ -5,6 +5,7 @@
     ├── ServerConfigError             (not retriable) the MySQL server is not set up for capture
     │   └── PrivilegeError            (not retriable) the capture user lacks a grant
     ├── BinlogPurgedError             (not retriable) the resume position is no longer on the server
+    ├── SnapshotRetryError            (retriable)     a table was created or changed under the snapshot
     ├── SchemaError                   (not retriable) a row cannot be matched to any known table schema
     ├── StoreError                    (not retriable) the schema history or checkpoint database is unusable
     ├── DDLParseError                 (not retriable) a DDL statement whose tables cannot be told
@@ -33,6 +34,13 @@ class PrivilegeError(ServerConfigError):
 
 class BinlogPurgedError(ChangefeedError):
     """The binlog position to resume from has been purged from the server."""
+
+
+class SnapshotRetryError(ChangefeedError):
+    """A table was created, altered or dropped after the snapshot's read view was opened, so it cannot be
+    read consistently (ER_TABLE_DEF_CHANGED, ER_NO_SUCH_TABLE): the snapshot is taken again."""
+
+    retriable = True
 
 
 class SchemaError(ChangefeedError):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from changefeed.source.server_version import binlog_status
 from lakefeed_testing import MySQLServer
 from lakefeed_testing.net import free_port, free_port_block, port_open, wait_until
 
@@ -151,8 +152,7 @@ def reached(detail: dict[str, Any], end: tuple[str, int]) -> bool:
 
 def binlog_end(server: MySQLServer) -> tuple[str, int]:
     with server.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        row = cur.fetchone()
-    if row is None:
-        raise RuntimeError("SHOW MASTER STATUS is empty: the server has no binary log")
-    return str(row[0]), int(row[1])
+        status = binlog_status(cur)
+    if status is None:
+        raise RuntimeError("the binlog status is empty: the server has no binary log")
+    return status.file, status.pos

@@ -13,6 +13,14 @@ group metadata record in `__consumer_offsets` before the members get their assig
 of that partition loads the records (`load_group`), and the broker that becomes the group's coordinator
 takes the stored group (Stable, same generation and members, fresh sessions) over whatever older state
 it held, so members keep heartbeating and committing across a coordinator move or restart.
+
+Static membership (KIP-345, Kafka's ClassicGroup/GroupMetadataManager): a member that joins with a
+`group.instance.id` keeps its place while it restarts. A JoinGroup with an empty member id and a known
+instance id replaces the old member id (its pending join/sync answers FENCED_INSTANCE_ID) and, in a Stable
+group whose protocol stays the same, gets the current generation and its old assignment at once: the group
+is stored again and nobody else rebalances. Any request carrying an instance id with a member id that no
+longer owns it gets FENCED_INSTANCE_ID; a rebalance never drops a static member that has not rejoined (only
+its session timeout does); LeaveGroup v3+ removes a member by instance id alone.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ class JoinResult:
     leader: str
     member_id: str
     members: tuple[JoinedMember, ...]  # only for the leader
+    skip_assignment: bool = False  # KIP-814: the leader of a Stable group must not compute assignments
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +91,10 @@ class Member:
     join_future: asyncio.Future[JoinResult] | None = None
     sync_future: asyncio.Future[SyncResult] | None = None
 
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
 
 @dataclass
 class Group:
@@ -94,6 +107,10 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     join_deadline: float = 0.0
     timer: asyncio.TimerHandle | None = None
+
+    def static_member_id(self, group_instance_id: str) -> str | None:
+        """The member id that owns `group_instance_id` now, if any."""
+        return next((m.member_id for m in self.members.values() if m.group_instance_id == group_instance_id), None)
 
 
 def _fail(future: asyncio.Future[Any] | None, code: ErrorCode, message: str) -> None:
@@ -112,7 +129,7 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.journal = journal
         self.stored: dict[str, GroupMetadataValue] = {}  # the newest group metadata record per group
-        self._writes: set[asyncio.Task[None]] = set()
+        self._writes: set[asyncio.Task[Exception | None]] = set()
 
     # --- stored group metadata ---------------------------------------------------------------------
 
@@ -153,9 +170,11 @@ class GroupCoordinator:
         self.groups[group_id] = restored
         return restored
 
-    async def _store(self, group: Group) -> None:
+    async def _store(self, group: Group, required: bool = False) -> Exception | None:
+        """Store the group's current generation; returns the error when `required` (the caller undoes its change),
+        otherwise logs it: the group works on in memory and only a coordinator move would lose it."""
         if self.journal is None:
-            return
+            return None
         value = GroupMetadataValue(
             group.protocol_type or "", group.generation, group.protocol_name, group.leader_id, int(time.time() * 1000),
             tuple(StoredMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
@@ -166,9 +185,12 @@ class GroupCoordinator:
         try:
             await self.journal(group.group_id, value)
             self.stored[group.group_id] = value
-        except Exception as exc:  # the group works on in memory; only a coordinator move would lose it
+        except Exception as exc:
             log.warning("group %s generation %d not stored in __consumer_offsets: %s", group.group_id,
                         group.generation, exc)
+            if required:
+                return exc
+        return None
 
     def _store_later(self, group_id: str, group: Group | None) -> None:
         """Store (or, with None, delete) from synchronous code: timers and DeleteGroups."""
@@ -202,7 +224,10 @@ class GroupCoordinator:
         rebalance_timeout_ms: int,
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
+        skip_assignment_supported: bool = False,
     ) -> JoinResult:
+        """`skip_assignment_supported`: JoinGroup v9+ (KIP-814), where a replaced static leader is told it leads
+        but must not assign."""
         if not group_id:
             raise KafkaApiError(ErrorCode.invalid_group_id, "group id is empty")
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
@@ -214,19 +239,34 @@ class GroupCoordinator:
         group = self.lookup(group_id)
         if group is None or group.state is GroupState.DEAD:
             group = self.groups[group_id] = Group(group_id)
+        replaced = group.static_member_id(group_instance_id) if group_instance_id and not member_id else None
         if group.members and (
             protocol_type != group.protocol_type
-            or not self._common_protocols(group, {name for name, _ in protocols}, exclude=member_id)
+            or not self._common_protocols(group, {name for name, _ in protocols}, exclude=replaced or member_id)
         ):
             raise KafkaApiError(
                 ErrorCode.inconsistent_group_protocol,
                 f"group {group_id!r} members use protocol type {group.protocol_type!r} with other assignors",
             )
+        if replaced is not None:
+            return await self._replace_static_member(
+                group, replaced, f"{group_instance_id}-{uuid.uuid4()}", session_timeout_ms, rebalance_timeout_ms,
+                protocols, skip_assignment_supported,
+            )  # fmt: skip
         if not member_id:
-            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
-        elif member_id not in group.members:
-            raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
+            member_id = f"{group_instance_id or client_id or 'member'}-{uuid.uuid4()}"
+        else:
+            self._validate_member(group, member_id, group_instance_id)
         member = group.members.get(member_id)
+        if member is not None and member.protocols == protocols and (
+            group.state is GroupState.COMPLETING_REBALANCE
+            or (group.state is GroupState.STABLE and member_id != group.leader_id)
+        ):
+            # Kafka's ClassicGroup (doCurrentMemberJoinGroup): a known member rejoining with unchanged protocols
+            # gets the current generation instead of starting a rebalance (a client whose JoinGroup answer was
+            # lost to its own timeout would otherwise rebalance the group again and again).
+            member.last_heartbeat = time.monotonic()
+            return self._join_result(group, member)
         if member is None:
             member = Member(
                 member_id,
@@ -249,14 +289,65 @@ class GroupCoordinator:
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_future = future
         if group.state is not GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member_id} joined ({client_id})")
         self._maybe_complete_join(group)
         return await future
 
+    async def _replace_static_member(
+        self, group: Group, old_id: str, new_id: str, session_timeout_ms: int, rebalance_timeout_ms: int,
+        protocols: list[tuple[str, bytes]], skip_assignment_supported: bool,
+    ) -> JoinResult:
+        """A known static member restarted (Kafka's updateStaticMemberThenRebalanceOrCompleteJoin)."""
+        old = group.members.pop(old_id)
+        # A duplicate still waiting under the old id is fenced at once.
+        _fail(old.join_future, ErrorCode.fenced_instance_id, f"instance {old.group_instance_id!r} joined again")
+        _fail(old.sync_future, ErrorCode.fenced_instance_id, f"instance {old.group_instance_id!r} joined again")
+        member = Member(new_id, old.group_instance_id, old.client_id, old.client_host, session_timeout_ms,
+                        rebalance_timeout_ms, old.protocol_type, protocols, old.assignment)
+        group.members[new_id] = member
+        previous_leader = group.leader_id
+        if previous_leader == old_id:
+            group.leader_id = new_id
+        log.info("group %s: static member %s rejoined as %s (was %s) in state %s", group.group_id,
+                 member.group_instance_id, new_id, old_id, group.state.value)
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        member.join_future = future
+        common = self._common_protocols(group)
+        if group.state is GroupState.STABLE and common and common[0] == group.protocol_name:
+            generation = group.generation
+            error = await self._store(group, required=True)
+            if error is not None:  # as Kafka: the old member id stays the instance's owner
+                if group.members.get(new_id) is member:
+                    del group.members[new_id]
+                    old.join_future = old.sync_future = None
+                    group.members[old_id] = old
+                    if group.leader_id == new_id:
+                        group.leader_id = old_id
+                _fail(future, ErrorCode.coordinator_not_available, f"group not stored: {error}")
+            elif group.state is GroupState.STABLE and group.generation == generation and not future.done():
+                leads = group.leader_id == new_id
+                if skip_assignment_supported:
+                    leader = group.leader_id or ""
+                    members = self._joined_members(group) if leads else ()
+                else:  # older clients must not believe they lead: a Stable group would drop their assignment
+                    leader, members = (previous_leader or ""), ()
+                future.set_result(JoinResult(group.generation, group.protocol_type, group.protocol_name, leader,
+                                             new_id, members, skip_assignment=skip_assignment_supported and leads))
+                member.join_future = None
+            # else: a rebalance began meanwhile and answers this member with everyone else
+        elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            # The leader may already have assigned for the old member id: rebalance so the new id gets a share.
+            self._prepare_rebalance(group, f"static member {member.group_instance_id} rejoined as {new_id}")
+            self._maybe_complete_join(group)
+        else:
+            self._maybe_complete_join(group)
+        return await future
+
     async def sync(
-        self, group_id: str, generation: int, member_id: str, assignments: dict[str, bytes]
+        self, group_id: str, generation: int, member_id: str, assignments: dict[str, bytes],
+        group_instance_id: str | None = None,
     ) -> SyncResult:
-        group, member = self._member(group_id, member_id)
+        group, member = self._member(group_id, member_id, group_instance_id)
         if generation != group.generation:
             raise KafkaApiError(
                 ErrorCode.illegal_generation, f"generation {generation} is not the group's {group.generation}"
@@ -286,8 +377,8 @@ class GroupCoordinator:
 
     # --- Heartbeat / LeaveGroup / expiry ---------------------------------------------------------
 
-    def heartbeat(self, group_id: str, generation: int, member_id: str) -> None:
-        group, member = self._member(group_id, member_id)
+    def heartbeat(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None) -> None:
+        group, member = self._member(group_id, member_id, group_instance_id)
         member.last_heartbeat = time.monotonic()
         if group.state is GroupState.PREPARING_REBALANCE:
             raise KafkaApiError(ErrorCode.rebalance_in_progress, f"group {group_id!r} is rebalancing")
@@ -296,8 +387,17 @@ class GroupCoordinator:
                 ErrorCode.illegal_generation, f"generation {generation} is not the group's {group.generation}"
             )
 
-    def leave(self, group_id: str, member_id: str) -> None:
-        group, member = self._member(group_id, member_id)
+    def leave(self, group_id: str, member_id: str, group_instance_id: str | None = None) -> None:
+        """A member leaves; with an empty member id, the static member of `group_instance_id` is removed (an
+        administrator's LeaveGroup v3+, Admin.removeMembersFromConsumerGroup)."""
+        if not member_id and group_instance_id is not None:
+            group = self.lookup(group_id)
+            owner = group.static_member_id(group_instance_id) if group is not None else None
+            if group is None or owner is None:
+                raise KafkaApiError(ErrorCode.unknown_member_id,
+                                    f"no member of group {group_id!r} has instance id {group_instance_id!r}")
+            member_id = owner
+        group, member = self._member(group_id, member_id, group_instance_id)
         self._remove_member(group, member, "left the group")
 
     def expire_sessions(self) -> list[str]:
@@ -312,14 +412,16 @@ class GroupCoordinator:
                     self._remove_member(group, member, "session timed out")
         return expired
 
-    def validate_commit(self, group_id: str, generation: int, member_id: str) -> None:
+    def validate_commit(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None
+    ) -> None:
         """OffsetCommit from a group member must match its generation; -1 means a standalone commit."""
         group = self.lookup(group_id)
         if generation < 0 and (group is None or not group.members):
             return
         if group is None:
             raise KafkaApiError(ErrorCode.illegal_generation, f"group {group_id!r} has no generation")
-        _, member = self._member(group_id, member_id)
+        _, member = self._member(group_id, member_id, group_instance_id)
         member.last_heartbeat = time.monotonic()
         if generation != group.generation:
             raise KafkaApiError(
@@ -342,12 +444,28 @@ class GroupCoordinator:
 
     # --- internals -------------------------------------------------------------------------------
 
-    def _member(self, group_id: str, member_id: str) -> tuple[Group, Member]:
+    def _member(self, group_id: str, member_id: str, group_instance_id: str | None = None) -> tuple[Group, Member]:
         group = self.lookup(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        if group is None:
             raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
-        return group, member
+        return group, self._validate_member(group, member_id, group_instance_id)
+
+    @staticmethod
+    def _validate_member(group: Group, member_id: str, group_instance_id: str | None) -> Member:
+        """Kafka's ClassicGroup.validateMember: an instance id must be owned by this member id."""
+        if group_instance_id is not None:
+            owner = group.static_member_id(group_instance_id)
+            if owner is None:
+                raise KafkaApiError(ErrorCode.unknown_member_id,
+                                    f"no member of group {group.group_id!r} has instance id {group_instance_id!r}")
+            if owner != member_id:
+                raise KafkaApiError(ErrorCode.fenced_instance_id,
+                                    f"instance id {group_instance_id!r} now belongs to member {owner!r}, not"
+                                    f" {member_id!r}")
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group.group_id!r}")
+        return member
 
     @staticmethod
     def _common_protocols(group: Group, extra: set[str] | None = None, exclude: str = "") -> list[str]:
@@ -368,10 +486,20 @@ class GroupCoordinator:
         if group.leader_id == member.member_id:
             group.leader_id = None
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, f"member {member.member_id} {reason}")
         self._maybe_complete_join(group)
 
-    def _prepare_rebalance(self, group: Group) -> None:
+    @staticmethod
+    def _join_result(group: Group, member: Member) -> JoinResult:
+        """The JoinGroup answer of the current generation; the leader also gets every member's metadata."""
+        assert group.leader_id is not None
+        everyone = GroupCoordinator._joined_members(group) if member.member_id == group.leader_id else ()
+        return JoinResult(group.generation, group.protocol_type, group.protocol_name, group.leader_id,
+                          member.member_id, everyone)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
+                 group.group_id, group.state.value, group.generation, reason)
         for member in group.members.values():
             _fail(member.sync_future, ErrorCode.rebalance_in_progress, "group is rebalancing")
             member.sync_future = None
@@ -392,7 +520,8 @@ class GroupCoordinator:
             self._maybe_complete_join(group)
             return
         for member in list(group.members.values()):
-            if member.join_future is None or member.join_future.done():
+            # Static members stay until their session times out (KIP-345): they may be restarting.
+            if not member.is_static and (member.join_future is None or member.join_future.done()):
                 del group.members[member.member_id]
         self._complete_join(group)
 
@@ -413,6 +542,13 @@ class GroupCoordinator:
             return
         self._complete_join(group)
 
+    @staticmethod
+    def _joined_members(group: Group) -> tuple[JoinedMember, ...]:
+        return tuple(
+            JoinedMember(m.member_id, m.group_instance_id, dict(m.protocols).get(group.protocol_name or "", b""))
+            for m in group.members.values()
+        )
+
     def _complete_join(self, group: Group) -> None:
         if group.timer is not None:
             group.timer.cancel()
@@ -431,19 +567,8 @@ class GroupCoordinator:
             group.leader_id = next(iter(group.members))
         group.state = GroupState.COMPLETING_REBALANCE
         assert group.leader_id is not None
-        everyone = tuple(
-            JoinedMember(m.member_id, m.group_instance_id, dict(m.protocols).get(group.protocol_name or "", b""))
-            for m in group.members.values()
-        )
         for member in group.members.values():
-            result = JoinResult(
-                group.generation,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id,
-                member.member_id,
-                everyone if member.member_id == group.leader_id else (),
-            )
+            result = self._join_result(group, member)
             if member.join_future is not None and not member.join_future.done():
                 member.join_future.set_result(result)
             member.join_future = None

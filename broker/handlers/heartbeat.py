@@ -17,7 +17,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, request.header.api_version)
     try:
         state.check_coordinator(body.group_id)
-        state.groups.heartbeat(body.group_id, body.generation_id, body.member_id)
+        state.groups.heartbeat(body.group_id, body.generation_id, body.member_id,
+                               getattr(body, "group_instance_id", None))  # v3+
         code = ErrorCode.none
     except KafkaApiError as exc:
         code = exc.code

@@ -1,4 +1,6 @@
-"""JoinGroup (11): join (or rejoin) a classic consumer group; waits for the rebalance to complete."""
+"""JoinGroup (11): join (or rejoin) a classic consumer group; waits for the rebalance to complete.
+
+v5+ carries `group_instance_id` (KIP-345 static membership): see broker/coordinator/groups.py."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             rebalance_ms,
             body.protocol_type,
             [(p.name, p.metadata) for p in body.protocols],
+            skip_assignment_supported=version >= 9,
         )
     except KafkaApiError as exc:
         return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, generation_id=-1, protocol_type=empty,
@@ -49,7 +52,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
         protocol_type=result.protocol_type,
         protocol_name=result.protocol_name if result.protocol_name is not None else empty,
         leader=result.leader,
-        skip_assignment=False,
+        skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=members,
     )

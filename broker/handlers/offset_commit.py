@@ -24,7 +24,8 @@ log = logging.getLogger("broker.offsets")
 def _codes(state: BrokerState, body: Any) -> tuple[dict[tuple[str, int], ErrorCode], list[OffsetChange]]:
     try:
         state.check_coordinator(body.group_id)
-        state.groups.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id)
+        state.groups.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id,
+                                     getattr(body, "group_instance_id", None))  # v7+
         group_error = ErrorCode.none
     except KafkaApiError as exc:
         group_error = exc.code

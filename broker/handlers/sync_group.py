@@ -18,7 +18,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
     assignments = {a.member_id: a.assignment for a in body.assignments}
     try:
         state.check_coordinator(body.group_id)
-        result = await state.groups.sync(body.group_id, body.generation_id, body.member_id, assignments)
+        result = await state.groups.sync(body.group_id, body.generation_id, body.member_id, assignments,
+                                         getattr(body, "group_instance_id", None))  # v3+
     except KafkaApiError as exc:
         return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, protocol_type=None, protocol_name=None,
                      assignment=b"")

@@ -44,6 +44,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("delete_records", 0, 2),
     ("offset_for_leader_epoch", 2, 4),
     ("describe_configs", 1, 4),
+    ("describe_log_dirs", 1, 4),  # v0 removed in Kafka 4.0 (KIP-896)
     ("alter_configs", 0, 2),
     ("create_partitions", 0, 3),
     ("incremental_alter_configs", 0, 1),

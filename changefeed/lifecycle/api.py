@@ -27,12 +27,12 @@ from changefeed.lifecycle.store import AlreadyExists, ChangefeedRecord, Metadata
 from changefeed.lifecycle.validate import (
     InvalidDefinition,
     check_id,
+    overwrite_checkpoint,
     parse_config_text,
-    parse_position,
     parse_target,
     validate,
 )
-from changefeed.model import Checkpoint, compose_tso, tso_physical_ms
+from changefeed.model import Checkpoint, tso_physical_ms
 from sink.errors import SinkError
 from sink.uri import parse_sink_uri
 
@@ -168,9 +168,9 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
                                   "next_retry": None, "first_error_at": None}
         try:
             overwrite = _text(body, "overwrite_checkpoint")
-            if overwrite:
-                values["checkpoint"] = Checkpoint(parse_position(overwrite, "overwrite_checkpoint"),
-                                                  compose_tso(int(time.time() * 1000), 0))
+            if overwrite:  # checked against the source now, not when the runner trips over it
+                values["checkpoint"] = await run_in_threadpool(overwrite_checkpoint, rec.source, overwrite,
+                                                               check_services=check_services)
         except InvalidDefinition as exc:
             return _error(400, "invalid_definition", str(exc), exc.field)
         if rec.state in (State.NORMAL, State.WARNING) and not overwrite:

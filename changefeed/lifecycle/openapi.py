@@ -103,12 +103,13 @@ SPEC: dict[str, Any] = {
             "changefeed_id": {"type": "string"}, "source": {"type": "string", "description": "mysql://user:pw@host:port"},
             "sink_uri": {"type": "string", "description": "kafka://host:port/topic?..."},
             "config": {"type": "string", "description": "changefeed config as YAML text"},
-            "start": {"type": "string", "description": "now (default) or FILE:POS"},
+            "start": {"type": "string", "description": "now (default), FILE:POS, an ISO-8601 time or a TSO"},
             "target": {"type": "string", "description": "TSO or ISO-8601 time to finish at"}}},
         "UpdateRequest": {"type": "object", "properties": {
             "sink_uri": {"type": "string"}, "config": {"type": "string"},
             "target": {"type": "string", "nullable": True}}},
         "ResumeRequest": {"type": "object", "properties": {
-            "overwrite_checkpoint": {"type": "string", "description": "FILE:POS to restart from"}}},
+            "overwrite_checkpoint": {"type": "string",
+                                     "description": "FILE:POS, ISO-8601 time or TSO to restart from"}}},
     }},
 }

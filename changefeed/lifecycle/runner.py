@@ -105,15 +105,19 @@ class PipelineRunner:
         if feed.state == "removed":  # stopped by the owner: whatever ended the attempt is not news
             return None
         error = feed.error or feed.delivery_error  # a failed delivery counts before the attempt winds down
-        if error is None and feed.state == "finished" and self.spec.target_ts is None:
+        if error is None and feed.state == "finished" and not self._ends:
             return SourceConnectionError("the capture ended without an error; restarting from the checkpoint")
         return error
 
     @property
     def finished(self) -> bool:
         feed = self._feed
-        return (feed is not None and feed.state == "finished" and self.spec.target_ts is not None
-                and feed.in_flight == 0)
+        return feed is not None and feed.state == "finished" and self._ends and feed.in_flight == 0
+
+    @property
+    def _ends(self) -> bool:
+        """Whether the run ends by itself: at its target, or after the snapshot of 'initial_only'."""
+        return self.spec.target_ts is not None or self.spec.config.snapshot_mode == "initial_only"
 
     @property
     def ready_since(self) -> float | None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from changefeed.ddl_parse import ParsedDDL, parse_ddl
-from changefeed.errors import ConfigError, SourceConnectionError
+from changefeed.errors import ConfigError, SnapshotRetryError, SourceConnectionError
 from changefeed.filter import ChangeFilter
 from changefeed.model import (
     CaptureEvent,
@@ -61,6 +61,15 @@ from changefeed.source.statement_dml import refuse_statement_dml
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("initial", "never", "initial_only")
 RESOLVED_MARGIN_S = 2.0
+# The position of a stored checkpoint that has none yet: a changefeed created 'now' with snapshot mode
+# 'initial' or 'initial_only' keeps it until its snapshot is acknowledged, so a restart or a takeover
+# before then takes the snapshot again instead of streaming from a position that skips the old rows.
+NO_POSITION = Position("", 0)
+
+
+def awaits_snapshot(checkpoint: Checkpoint | None) -> bool:
+    """No binlog position yet: start as a new changefeed does (snapshot, or the current position)."""
+    return checkpoint is None or not checkpoint.position.file
 
 
 class CommitClock:
@@ -156,12 +165,28 @@ class CaptureSource:
     def events(self) -> Iterator[CaptureEvent]:
         is_mariadb = check_server(self.settings)
         checkpoint = self.start
-        if checkpoint is None:
+        if awaits_snapshot(checkpoint):
+            checkpoint = None
             if self.options.snapshot_mode == "never":
                 with session(self.settings) as cur:
                     checkpoint = Checkpoint(current_position(cur, is_mariadb), 0)
             else:
-                clock = CommitClock()
+                checkpoint = yield from self._snapshot(is_mariadb)
+                if self.options.snapshot_mode == "initial_only":
+                    return
+        elif self.options.snapshot_mode == "initial_only":
+            return  # the snapshot was taken and acknowledged by an earlier run: nothing is left to read
+        assert checkpoint is not None
+        yield from self._stream_with_reconnect(checkpoint, is_mariadb)
+
+    def _snapshot(self, is_mariadb: bool) -> Generator[CaptureEvent, None, Checkpoint]:
+        """The snapshot's rows, then its commit; returns its checkpoint. A table created or changed
+        under the snapshot makes it start over (the rows sent already are sent again: at least once)."""
+        clock = CommitClock()
+        attempt = 0
+        while True:
+            try:
+                checkpoint = None
                 for item in snapshot(self.settings, self._tracker, self.options.change_filter,
                                      is_mariadb=is_mariadb, commit_ts=clock.next,
                                      chunk_size=self.options.snapshot_chunk_size,
@@ -169,10 +194,13 @@ class CaptureSource:
                     if isinstance(item, TransactionCommit):
                         checkpoint = item.checkpoint
                     yield item
-                if self.options.snapshot_mode == "initial_only":
-                    return
-        assert checkpoint is not None
-        yield from self._stream_with_reconnect(checkpoint, is_mariadb)
+                assert checkpoint is not None  # snapshot() always ends with its commit
+                return checkpoint
+            except SnapshotRetryError as exc:
+                if attempt >= self.options.backoff.max_attempts or self.stop.is_set():
+                    raise
+                attempt += 1
+                log.warning("%s; taking the snapshot again (attempt %d)", exc, attempt)
 
     def _stream_with_reconnect(self, checkpoint: Checkpoint, is_mariadb: bool) -> Iterator[CaptureEvent]:
         attempt = 0

@@ -20,6 +20,7 @@ from changefeed.errors import (
 )
 from changefeed.model import Position, TableName
 from changefeed.source.column_types import InfoColumn
+from changefeed.source.server_version import binlog_status, server_version
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055}
 _BINLOG_PURGED = 1236  # ER_MASTER_FATAL_ERROR_READING_BINLOG
@@ -65,6 +66,13 @@ def translate_error(exc: BaseException, where: str) -> ChangefeedError | None:
         return None
     if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
         return SourceConnectionError(f"{where}: connection to the source lost ({exc!r})")
+    return None
+
+
+def mysql_error_code(exc: BaseException) -> int | None:
+    """The server's error number of a driver error (e.g. 1220, 1412), None for anything else."""
+    if isinstance(exc, pymysql.err.MySQLError) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
     return None
 
 
@@ -148,8 +156,7 @@ def missing_privileges(grants: Sequence[str], is_mariadb: bool) -> list[str]:
 def check_server(settings: ConnectionSettings) -> bool:
     """Check settings and grants; returns True for MariaDB."""
     with session(settings) as cur:
-        cur.execute("SELECT VERSION()")
-        is_mariadb = "mariadb" in str(cur.fetchone()[0]).lower()
+        is_mariadb = server_version(cur).is_mariadb
         names = [name for name, _, _ in REQUIRED_SETTINGS]
         cur.execute("SHOW GLOBAL VARIABLES WHERE Variable_name IN (%s, %s, %s, %s)", names)
         variables = {str(k).lower(): str(v) for k, v in cur.fetchall()}
@@ -160,19 +167,22 @@ def check_server(settings: ConnectionSettings) -> bool:
 
 
 def current_position(cur: Any, is_mariadb: bool) -> Position:
-    cur.execute("SHOW MASTER STATUS")
-    row = cur.fetchone()
-    if row is None:
-        raise ServerConfigError("SHOW MASTER STATUS is empty: binary logging is off; start with --log-bin")
-    return Position(str(row[0]), int(row[1]), gtid_at(cur, str(row[0]), int(row[1]), is_mariadb, row))
+    status = binlog_status(cur)
+    if status is None:
+        raise ServerConfigError("the binlog status (SHOW MASTER STATUS / SHOW BINARY LOG STATUS) is empty: "
+                                "binary logging is off; start with --log-bin")
+    gtid = gtid_at(cur, status.file, status.pos, True) if is_mariadb else status.executed_gtid_set
+    return Position(status.file, status.pos, gtid)
 
 
-def gtid_at(cur: Any, file: str, pos: int, is_mariadb: bool, status_row: Sequence[Any] = ()) -> str:
+def gtid_at(cur: Any, file: str, pos: int, is_mariadb: bool) -> str:
+    """MariaDB's GTID state at a binlog position (BINLOG_GTID_POS); "" on MySQL, which has no such
+    lookup (its GTID set comes from the binlog status)."""
     if is_mariadb:
         cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (file, pos))
         found = cur.fetchone()
         return str(found[0] or "") if found else ""
-    return str(status_row[4] or "").replace("\n", "") if len(status_row) > 4 else ""
+    return ""
 
 
 def binlog_files(settings: ConnectionSettings) -> list[str]:

@@ -14,13 +14,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from changefeed.errors import ServerConfigError, SnapshotRetryError
 from changefeed.filter import ChangeFilter
 from changefeed.model import Checkpoint, Position, RowChange, TableName, TableSchema, TransactionCommit
 from changefeed.source.mounter import SnapshotMounter
 from changefeed.source.schema_tracker import SchemaTracker
-from changefeed.source.server import ConnectionSettings, connect, gtid_at, list_tables, translate_error
+from changefeed.source.server import (
+    ConnectionSettings,
+    connect,
+    gtid_at,
+    list_tables,
+    mysql_error_code,
+    translate_error,
+)
+from changefeed.source.server_version import binlog_status
 
 log = logging.getLogger(__name__)
+# ER_TABLE_DEF_CHANGED: InnoDB cannot read a table created or rebuilt after the read view opened;
+# ER_NO_SUCH_TABLE: dropped after it was listed. Either way a new snapshot sees a settled list.
+_TABLE_CHANGED = (1412, 1146)
 
 
 @dataclass(frozen=True)
@@ -50,12 +62,13 @@ def _snapshot_position(cur: Any, settings: ConnectionSettings, is_mariadb: bool)
         with lock.cursor() as lock_cur:
             lock_cur.execute("FLUSH TABLES WITH READ LOCK")
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            lock_cur.execute("SHOW MASTER STATUS")
-            row = lock_cur.fetchone()
+            binlog = binlog_status(lock_cur)
             lock_cur.execute("UNLOCK TABLES")
     finally:
         lock.close()
-    return Position(str(row[0]), int(row[1]), str(row[4] or "").replace("\n", "") if len(row) > 4 else "")
+    if binlog is None:
+        raise ServerConfigError("the binlog status is empty: binary logging is off; start with --log-bin")
+    return Position(binlog.file, binlog.pos, binlog.executed_gtid_set)
 
 
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
@@ -84,6 +97,8 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
                     yield change
             conn.rollback()
     except Exception as exc:
+        if mysql_error_code(exc) in _TABLE_CHANGED:
+            raise SnapshotRetryError(f"taking the snapshot: a table changed under it ({exc.args[-1]})") from exc
         translated = translate_error(exc, "taking the snapshot")
         if translated is None or translated is exc:
             raise

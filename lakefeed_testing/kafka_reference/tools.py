@@ -16,6 +16,7 @@ KAFKA_TOOLS = {
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
 }
 
 

@@ -169,3 +169,52 @@ def _stopped(pid: int, expected: bool) -> bool:
         if stopped == expected or time.monotonic() > deadline:
             return stopped
         time.sleep(0.02)
+
+
+def _pids(data_dir: Path) -> dict[int, int]:
+    try:
+        nodes = json.loads((data_dir / "cluster.json").read_text())["nodes"]
+    except (OSError, ValueError):
+        return {}
+    return {n["node_id"]: n["pid"] for n in nodes}
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_node_that_dies_is_reported_and_the_others_keep_running(tmp_path: Path, restart: bool) -> None:
+    """Issue 14: a local cluster is what an operator expects: one node's death is reported, the others keep
+    serving, and `--restart` brings the node back on its data dir."""
+    base = free_base_port(3)
+    log_file = (tmp_path / "manager.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "3", "--data-dir",
+                             str(tmp_path), "--base-port", str(base), *(["--restart"] if restart else [])],
+                            stderr=log_file)
+    try:
+        deadline = time.monotonic() + 30
+        while len(_pids(tmp_path)) < 3:
+            assert time.monotonic() < deadline and proc.poll() is None, "the cluster did not start"
+            time.sleep(0.05)
+        before = _pids(tmp_path)
+        os.kill(before[2], signal.SIGKILL)
+        deadline = time.monotonic() + 40
+        while "node 2 exited" not in (tmp_path / "manager.log").read_text() or (
+                restart and _pids(tmp_path).get(2) in (None, before[2])):
+            assert time.monotonic() < deadline, (tmp_path / "manager.log").read_text()
+            time.sleep(0.1)
+        assert proc.poll() is None, "the manager stopped the cluster when one node died"
+        assert alive(before[1]) and alive(before[3])
+        # With --restart node 2 is back in Metadata; without, it leaves Metadata once its session expires.
+        wanted = [base, base + 1, base + 2] if restart else [base, base + 2]
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{base}"})
+        deadline = time.monotonic() + 40
+        while (ports := sorted(b.port for b in admin.list_topics(timeout=10).brokers.values())) != wanted:
+            assert time.monotonic() < deadline, f"Metadata lists brokers on {ports}, expected {wanted}"
+            time.sleep(0.2)
+        last = _pids(tmp_path)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log_file.close()
+    assert not any(alive(p) for p in last.values())

@@ -3,6 +3,7 @@
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
 
+from changefeed.source.server_version import binlog_status
 from lakefeed_testing import MySQLServer
 
 
@@ -16,10 +17,9 @@ def test_binlog_settings_are_row_based_and_full(mysql: MySQLServer) -> None:
 
 def test_inserted_row_is_read_back_from_the_binlog(mysql: MySQLServer, database: str) -> None:
     with mysql.connect() as conn, conn.cursor() as cur:
-        cur.execute("SHOW MASTER STATUS")
-        row = cur.fetchone()
-        assert row is not None
-        log_file, log_pos = row[0], row[1]
+        status = binlog_status(cur)
+        assert status is not None
+        log_file, log_pos = status.file, status.pos
     mysql.execute(
         "CREATE TABLE users (id INT PRIMARY KEY, name VARCHAR(40), score DECIMAL(10,2))",
         "INSERT INTO users VALUES (7, 'zoë', 12.50)",
