@@ -1,0 +1,57 @@
+"""Delta equals MySQL after a seeded random workload through the whole chain, under every dispatcher.
+
+CI runs a fixed slice: seed 1, every dispatcher, a single broker node, every workload kind except those
+harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, nodes and
+kinds from the environment:
+
+    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_NODES=3 .venv/bin/pytest tests/equality/test_differential.py -k seeds
+"""
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lakefeed_testing import MySQLServer
+from lakefeed_testing.random_workload import parse_kinds
+from tests.equality.harness import DISPATCHERS, KNOWN_UNFIXED, run_seed
+
+CI_SEEDS = (1,)
+
+
+def _seeds(text: str) -> list[int]:
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        seeds += range(int(low), int(high or low) + 1)
+    return seeds
+
+
+@pytest.mark.parametrize("seed", CI_SEEDS)
+def test_ci_slice_every_dispatcher_ends_equal(mysql: MySQLServer, spark: Any, tmp_path: Path, seed: int) -> None:
+    kinds = parse_kinds(exclude=KNOWN_UNFIXED)
+    report = run_seed(mysql, spark, tmp_path, seed, kinds=kinds, dispatchers=DISPATCHERS, nodes=1,
+                      transactions=80, ddl_statements=10)
+    print(report.describe())
+    assert report.rows_compared > 0 and report.ddl >= 8
+    assert report.equal, report.describe()
+
+
+@pytest.mark.skipif("LAKEFEED_EQ_SEEDS" not in os.environ, reason="the long run: set LAKEFEED_EQ_SEEDS=1-20")
+def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Path) -> None:
+    kinds = parse_kinds(os.environ.get("LAKEFEED_EQ_KINDS", "").split(",") if os.environ.get("LAKEFEED_EQ_KINDS")
+                        else (), [k for k in os.environ.get("LAKEFEED_EQ_EXCLUDE", "").split(",") if k])
+    dispatchers = tuple(os.environ.get("LAKEFEED_EQ_DISPATCHERS", ",".join(DISPATCHERS)).split(","))
+    nodes = int(os.environ.get("LAKEFEED_EQ_NODES", "3"))
+    reports = []
+    for seed in _seeds(os.environ["LAKEFEED_EQ_SEEDS"]):
+        report = run_seed(mysql, spark, tmp_path / f"seed-{seed}", seed, kinds=kinds, dispatchers=dispatchers,
+                          nodes=nodes)
+        print(report.describe(), flush=True)
+        reports.append(report)
+    different = [r.seed for r in reports if not r.equal]
+    print(f"{len(reports)} seeds, {sum(r.rows_compared for r in reports)} rows and "
+          f"{sum(r.ddl for r in reports)} DDL compared in {sum(r.seconds for r in reports):.0f} s; "
+          f"different: {different or 'none'}")
+    assert not different, "\n".join(r.describe() for r in reports if not r.equal)
