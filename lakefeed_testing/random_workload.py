@@ -39,8 +39,9 @@ DDL_KINDS = ("add_column", "add_column_default", "add_column_after", "modify_typ
              "create_drop")
 # How statements are written: each is applied at random when enabled.
 STYLE_KINDS = ("qualified", "comments", "backquotes", "mixed_case", "time_zone")
-# Rows inserted before the changefeed starts (the snapshot must bring them).
-PHASE_KINDS = ("preload",)
+# Rows inserted before the changefeed starts (the snapshot must bring them); a table whose key is a
+# NOT NULL unique index, not a primary key (off: that table gets the same columns as its primary key).
+PHASE_KINDS = ("preload", "no_primary_key")
 KINDS = DML_KINDS + DDL_KINDS + STYLE_KINDS + PHASE_KINDS
 
 # Session time zones other than UTC (fixed offsets: a private MariaDB has no time zone tables).
@@ -112,7 +113,7 @@ def parse_kinds(include: Iterable[str] = (), exclude: Iterable[str] = ()) -> fro
     return frozenset(include or KINDS) - frozenset(exclude)
 
 
-def initial_tables() -> list[Table]:
+def initial_tables(unique_key_only: bool = True) -> list[Table]:
     """Five tables that between them hold every type the pipeline maps."""
     return [
         Table("numbers", (
@@ -143,7 +144,7 @@ def initial_tables() -> list[Table]:
             Column("id", "INT", nullable=False), Column("tag", "VARCHAR(10)", nullable=False),
             Column("qty", "SMALLINT"), Column("price", "DECIMAL(10,2)"), Column("note", "VARCHAR(30)"),
             Column("f", "FLOAT"),
-        ), key=("id", "tag"), primary=False),
+        ), key=("id", "tag"), primary=not unique_key_only),
     ]
 
 
@@ -253,8 +254,11 @@ def value(rng: random.Random, column: Column) -> str:
 class _Planner:
     options: Options
     rng: random.Random
-    tables: list[Table] = field(default_factory=initial_tables)
+    tables: list[Table] = field(default_factory=list)
     created: int = 0  # tables made by the workload, for unique names
+
+    def __post_init__(self) -> None:
+        self.tables = initial_tables(self.options.has("no_primary_key"))
 
     # -- naming and style
 
