@@ -9,6 +9,12 @@ through the binlog.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +45,17 @@ KNOWN_UNFIXED = {
                    "DOUBLE (pipeline DDL branch)",
 }
 CATCH_UP_TIMEOUT_S = 300
+# One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
+# Restarting MariaDB is not built yet: the shared `mysql` fixture has no restart.
+FAULTS = ("changefeed-server", "broker-node", "spark-job")
 
 
 @dataclass
 class SeedReport:
     seed: int
     dispatchers: tuple[str, ...]
+    fault: str | None = None
+    fault_detail: str = ""
     statements: int = 0
     ddl: int = 0
     results: dict[str, list[TableResult]] = field(default_factory=dict)  # dispatcher -> per table
@@ -61,7 +72,8 @@ class SeedReport:
 
     def describe(self) -> str:
         lines = [f"seed {self.seed}: {self.statements} statements, {self.ddl} DDL, {self.rows_compared} rows "
-                 f"compared under {', '.join(self.dispatchers)} in {self.seconds:.0f} s: "
+                 f"compared under {', '.join(self.dispatchers)}"
+                 f"{f', fault {self.fault} ({self.fault_detail})' if self.fault else ''} in {self.seconds:.0f} s: "
                  f"{'equal' if self.equal else 'DIFFERENT'}"]
         for dispatcher, results in self.results.items():
             for result in results:
@@ -84,11 +96,15 @@ def changefeed_config(database: str, dispatcher: str) -> dict[str, Any]:
 
 def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds: frozenset[str] = frozenset(KINDS),
              dispatchers: tuple[str, ...] = DISPATCHERS, nodes: int = 1, transactions: int = 150,
-             ddl_statements: int = 14) -> SeedReport:
+             ddl_statements: int = 14, fault: str | None = None) -> SeedReport:
     """One seed through the whole chain under each dispatcher; the comparison of every table."""
     started = time.monotonic()
     database = f"eq_{seed}"
-    report = SeedReport(seed, dispatchers)
+    if fault is not None and fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+    if fault == "broker-node" and nodes < 3:
+        raise ValueError("the broker-node fault needs nodes=3 (replication factor 3 survives one node)")
+    report = SeedReport(seed, dispatchers, fault)
     workload = plan(Options(seed, database, transactions=transactions, ddl_statements=ddl_statements, kinds=kinds))
     report.ddl = workload.ddl_count
     mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
@@ -98,9 +114,17 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
 
     stats = run(connect, workload.before, database)
     brokers = start_brokers(workdir / "broker", nodes=nodes)
-    cdc = ChangefeedServer(workdir / "changefeed")
+    servers = [ChangefeedServer(workdir / "changefeed")]
+    if fault == "changefeed-server":
+        # Two servers on one metadata database: when the owner dies, the other takes the changefeeds over.
+        servers.append(ChangefeedServer(workdir / "changefeed-b"))
+        for name, server in zip("ab", servers, strict=True):
+            server.service.command += ["--metadata-url", f"sqlite:///{workdir / 'metadata.db'}",
+                                       "--server-id", name, "--lease-ttl", "3"]
+    cdc = servers[0]
     try:
-        cdc.start()
+        for server in servers:
+            server.start()
         source = f"mysql://{mysql.user}:{mysql.password}@{mysql.host}:{mysql.port}?tls=false"
         for dispatcher in dispatchers:
             config_path = workdir / f"changefeed-{dispatcher}.yaml"
@@ -109,18 +133,29 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
                    f"{brokers.replication_factor}&content-compatible=true&enable-tidb-extension=true")
             cdc.create("--changefeed-id", f"eq-{dispatcher}", "--source", source, "--sink-uri", uri,
                        "--config", str(config_path), "--start", "now")
-        run(connect, workload.after, database, stats)
+        half = len(workload.after) // 2
+        run(connect, workload.after[:half], database, stats)
+        if fault == "changefeed-server":
+            cdc, report.fault_detail = _kill_owner(servers, f"eq-{dispatchers[0]}")
+        elif fault == "broker-node":
+            report.fault_detail = _kill_busiest_leader(workdir / "broker", brokers.bootstrap, f"eq-{seed}-")
+        run(connect, workload.after[half:], database, stats)
         report.statements = stats.statements
         end = binlog_end(mysql)
         for dispatcher in dispatchers:
             _wait_caught_up(cdc, f"eq-{dispatcher}", end)
         for dispatcher in dispatchers:
+            kill_spark = fault == "spark-job" and dispatcher == dispatchers[0]
             report.results[dispatcher], report.leftovers[dispatcher] = _apply_and_compare(
-                spark, mysql, workdir, brokers.bootstrap, database, f"eq-{seed}-{dispatcher}", dispatcher)
+                spark, mysql, workdir, brokers.bootstrap, database, f"eq-{seed}-{dispatcher}", dispatcher,
+                kill_spark)
+            if kill_spark:
+                report.fault_detail = "spark-pipeline run killed -9 during micro-batch 0, then run again"
         for dispatcher in dispatchers:
             cdc.cli("remove", "-c", f"eq-{dispatcher}")
     finally:
-        cdc.stop()
+        for server in servers:
+            server.stop()
         brokers.stop()
     mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
     report.seconds = time.monotonic() - started
@@ -140,8 +175,61 @@ def _wait_caught_up(cdc: ChangefeedServer, changefeed: str, end: tuple[str, int]
         time.sleep(1)
 
 
+def _kill_owner(servers: list[ChangefeedServer], changefeed: str) -> tuple[ChangefeedServer, str]:
+    """kill -9 the server that owns `changefeed`; the survivor, to talk to from now on."""
+    detail, _ = servers[0].cli("query", "-c", changefeed)
+    owner = "ab".index(detail["owner"]) if detail.get("owner") in ("a", "b") else 0
+    process = servers[owner].service.process
+    assert process is not None
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    return servers[1 - owner], f"owner {detail.get('owner')} (pid {process.pid}) killed -9"
+
+
+def _kill_busiest_leader(broker_dir: Path, bootstrap: str, topic_prefix: str) -> str:
+    """kill -9 the broker node leading the partition with the most records (dev-cluster's cluster.json maps
+    node ids to pids)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eq-harness", "enable.auto.commit": False})
+    try:
+        metadata = consumer.list_topics(timeout=30)
+        sizes = []
+        for name, topic in metadata.topics.items():
+            if name.startswith(topic_prefix):
+                for partition in topic.partitions.values():
+                    _, high = consumer.get_watermark_offsets(TopicPartition(name, partition.id), timeout=30)
+                    sizes.append((high, name, partition.id, partition.leader))
+    finally:
+        consumer.close()
+    high, name, partition, leader = max(sizes)
+    nodes = json.loads((broker_dir / "cluster.json").read_text())["nodes"]
+    pid = next(n["pid"] for n in nodes if n["node_id"] == leader)
+    os.kill(pid, signal.SIGKILL)
+    return f"node {leader} (pid {pid}), leader of {name}-{partition} ({high} records), killed -9"
+
+
+def _kill_spark_mid_batch(config_path: Path, checkpoint: Path, workdir: Path) -> None:
+    """`spark-pipeline run --once` as its own process, killed -9 (its whole process group, the JVM too) once
+    micro-batch 0 has started: its offsets are in the checkpoint, its commit is not."""
+    with (workdir / "spark-killed.log").open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "spark_pipelines.cli", "run", "--config", str(config_path),
+                                    "--once"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (checkpoint / "offsets" / "0").exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"spark-pipeline run never started a batch (see {workdir / 'spark-killed.log'})")
+            time.sleep(0.2)
+        time.sleep(3)  # into the batch: reading, perhaps merging
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
 def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap: str, database: str, topic: str,
-                       dispatcher: str) -> tuple[list[TableResult], list[str]]:
+                       dispatcher: str, kill_spark: bool = False) -> tuple[list[TableResult], list[str]]:
     """The pipeline once over the topic (availableNow), then every MySQL table compared; Delta tables whose
     MySQL table is gone (dropped, renamed) must hold no live rows."""
     document = {
@@ -154,6 +242,8 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
     path = workdir / f"pipeline-{dispatcher}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     config = load_config(path)
+    if kill_spark:
+        _kill_spark_mid_batch(path, workdir / f"checkpoint-{dispatcher}", workdir)
     query = start_query(spark, read_stream(spark, config.source), config, once=True)
     query.awaitTermination(timeout=600)
     if query.isActive:

@@ -1,10 +1,11 @@
 """Delta equals MySQL after a seeded random workload through the whole chain, under every dispatcher.
 
 CI runs a fixed slice: seed 1, every dispatcher, a single broker node, every workload kind except those
-harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, nodes and
-kinds from the environment:
+harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, faults,
+nodes and kinds from the environment:
 
-    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_NODES=3 .venv/bin/pytest tests/equality/test_differential.py -k seeds
+    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job \
+        .venv/bin/pytest tests/equality/test_differential.py -k seeds -s
 """
 
 import os
@@ -15,7 +16,7 @@ import pytest
 
 from lakefeed_testing import MySQLServer
 from lakefeed_testing.random_workload import parse_kinds
-from tests.equality.harness import DISPATCHERS, KNOWN_UNFIXED, run_seed
+from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, run_seed
 
 CI_SEEDS = (1,)
 
@@ -44,14 +45,18 @@ def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Pa
                         else (), [k for k in os.environ.get("LAKEFEED_EQ_EXCLUDE", "").split(",") if k])
     dispatchers = tuple(os.environ.get("LAKEFEED_EQ_DISPATCHERS", ",".join(DISPATCHERS)).split(","))
     nodes = int(os.environ.get("LAKEFEED_EQ_NODES", "3"))
+    faults = [None if f == "none" else f for f in os.environ.get("LAKEFEED_EQ_FAULTS", "none").split(",")]
+    unknown = [f for f in faults if f is not None and f not in FAULTS]
+    assert not unknown, f"LAKEFEED_EQ_FAULTS: unknown {unknown}; known: none, {', '.join(FAULTS)}"
     reports = []
     for seed in _seeds(os.environ["LAKEFEED_EQ_SEEDS"]):
-        report = run_seed(mysql, spark, tmp_path / f"seed-{seed}", seed, kinds=kinds, dispatchers=dispatchers,
-                          nodes=nodes)
-        print(report.describe(), flush=True)
-        reports.append(report)
-    different = [r.seed for r in reports if not r.equal]
-    print(f"{len(reports)} seeds, {sum(r.rows_compared for r in reports)} rows and "
+        for fault in faults:
+            report = run_seed(mysql, spark, tmp_path / f"seed-{seed}-{fault or 'none'}", seed, kinds=kinds,
+                              dispatchers=dispatchers, nodes=nodes, fault=fault)
+            print(report.describe(), flush=True)
+            reports.append(report)
+    different = [(r.seed, r.fault) for r in reports if not r.equal]
+    print(f"{len(reports)} runs, {sum(r.rows_compared for r in reports)} rows and "
           f"{sum(r.ddl for r in reports)} DDL compared in {sum(r.seconds for r in reports):.0f} s; "
           f"different: {different or 'none'}")
     assert not different, "\n".join(r.describe() for r in reports if not r.equal)
