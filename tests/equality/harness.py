@@ -96,7 +96,7 @@ def changefeed_config(database: str, dispatcher: str) -> dict[str, Any]:
 
 def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds: frozenset[str] = frozenset(KINDS),
              dispatchers: tuple[str, ...] = DISPATCHERS, nodes: int = 1, transactions: int = 150,
-             ddl_statements: int = 14, fault: str | None = None) -> SeedReport:
+             ddl_statements: int = 14, preload_rows: int = 60, fault: str | None = None) -> SeedReport:
     """One seed through the whole chain under each dispatcher; the comparison of every table."""
     started = time.monotonic()
     database = f"eq_{seed}"
@@ -105,7 +105,7 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
     if fault == "broker-node" and nodes < 3:
         raise ValueError("the broker-node fault needs nodes=3 (replication factor 3 survives one node)")
     report = SeedReport(seed, dispatchers, fault)
-    workload = plan(Options(seed, database, transactions=transactions, ddl_statements=ddl_statements, kinds=kinds))
+    workload = plan(Options(seed, database, preload_rows, transactions, ddl_statements, kinds))
     report.ddl = workload.ddl_count
     mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
 

@@ -1,7 +1,7 @@
 """Delta equals MySQL after a seeded random workload through the whole chain, under every dispatcher.
 
-CI runs a fixed slice: seed 1, every dispatcher, a single broker node, every workload kind except those
-harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, faults,
+CI runs a small fixed slice: seed 1 (30 transactions, 4 DDL), every dispatcher, a single broker node,
+every workload kind except those harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, faults,
 nodes and kinds from the environment:
 
     LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job \
@@ -32,10 +32,11 @@ def _seeds(text: str) -> list[int]:
 @pytest.mark.parametrize("seed", CI_SEEDS)
 def test_ci_slice_every_dispatcher_ends_equal(mysql: MySQLServer, spark: Any, tmp_path: Path, seed: int) -> None:
     kinds = parse_kinds(exclude=KNOWN_UNFIXED)
+    # Small: the pipeline's time grows with DDL (each cuts a micro-batch into segments, each a MERGE per table).
     report = run_seed(mysql, spark, tmp_path, seed, kinds=kinds, dispatchers=DISPATCHERS, nodes=1,
-                      transactions=80, ddl_statements=10)
+                      transactions=30, ddl_statements=4, preload_rows=20)
     print(report.describe())
-    assert report.rows_compared > 0 and report.ddl >= 8
+    assert report.rows_compared > 0 and report.ddl >= 4
     assert report.equal, report.describe()
 
 
