@@ -1,8 +1,8 @@
 """Delta equals MySQL after a seeded random workload through the whole chain, under every dispatcher.
 
 CI runs a small fixed slice: seed 1 (30 transactions, 4 DDL), every dispatcher, a single broker node,
-every workload kind except those harness.KNOWN_UNFIXED names (with the reason). The long run (docs/development.md) takes its seeds, faults,
-nodes and kinds from the environment:
+every workload kind except those harness.KNOWN_UNFIXED names (with the reason). The long run
+(docs/development.md) takes its seeds, faults, sizes, nodes and kinds from the environment:
 
     LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job \
         .venv/bin/pytest tests/equality/test_differential.py -k seeds -s
@@ -21,6 +21,12 @@ from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, run_seed
 CI_SEEDS = (1,)
 
 
+def _sizes() -> dict[str, int]:
+    """LAKEFEED_EQ_SIZE=transactions,ddl,preload_rows (default 150,14,60)."""
+    transactions, ddl, rows = (int(n) for n in os.environ.get("LAKEFEED_EQ_SIZE", "150,14,60").split(","))
+    return {"transactions": transactions, "ddl_statements": ddl, "preload_rows": rows}
+
+
 def _seeds(text: str) -> list[int]:
     seeds: list[int] = []
     for part in text.split(","):
@@ -29,6 +35,7 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
+@pytest.mark.timeout(1200)  # about 3 minutes on a quiet machine; a loaded one takes far longer
 @pytest.mark.parametrize("seed", CI_SEEDS)
 def test_ci_slice_every_dispatcher_ends_equal(mysql: MySQLServer, spark: Any, tmp_path: Path, seed: int) -> None:
     kinds = parse_kinds(exclude=KNOWN_UNFIXED)
@@ -40,6 +47,7 @@ def test_ci_slice_every_dispatcher_ends_equal(mysql: MySQLServer, spark: Any, tm
     assert report.equal, report.describe()
 
 
+@pytest.mark.timeout(0)  # as long as the seeds and faults take
 @pytest.mark.skipif("LAKEFEED_EQ_SEEDS" not in os.environ, reason="the long run: set LAKEFEED_EQ_SEEDS=1-20")
 def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Path) -> None:
     kinds = parse_kinds(os.environ.get("LAKEFEED_EQ_KINDS", "").split(",") if os.environ.get("LAKEFEED_EQ_KINDS")
@@ -53,7 +61,7 @@ def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Pa
     for seed in _seeds(os.environ["LAKEFEED_EQ_SEEDS"]):
         for fault in faults:
             report = run_seed(mysql, spark, tmp_path / f"seed-{seed}-{fault or 'none'}", seed, kinds=kinds,
-                              dispatchers=dispatchers, nodes=nodes, fault=fault)
+                              dispatchers=dispatchers, nodes=nodes, fault=fault, **_sizes())
             print(report.describe(), flush=True)
             reports.append(report)
     different = [(r.seed, r.fault) for r in reports if not r.equal]
