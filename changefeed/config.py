@@ -17,6 +17,9 @@ changefeed config where it has one (kebab-case):
       dispatchers:
         - {matcher: ["shop.*"], topic: "cdc_{schema}_{table}", partition: index-value}
       enable-tidb-extension: false
+      content-compatible: false         # canal-JSON mysqlType = the server's COLUMN_TYPE
+      only-output-updated-columns: false
+      delete-only-output-handle-key-columns: false   # not with force-replicate (as TiCDC)
       output-raw-change-event: false
       large-message-handle: none      # none | handle-key-only | claim-check
       claim-check-storage-uri: file:///var/lib/lakefeed/claims
@@ -49,6 +52,9 @@ class SinkOptions:
     output_raw_change_event: bool = False
     large_message_handle: str = "none"
     claim_check_storage_uri: str | None = None
+    content_compatible: bool = False
+    only_output_updated_columns: bool = False
+    delete_only_output_handle_key_columns: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,8 @@ def _missing(path: str) -> tuple[str, ...]:
 
 def _sink(raw: Any, path: str) -> SinkOptions:
     r = _Reader(raw, path, ("dispatchers", "enable-tidb-extension", "output-raw-change-event",
-                            "large-message-handle", "claim-check-storage-uri"))
+                            "large-message-handle", "claim-check-storage-uri", "content-compatible",
+                            "only-output-updated-columns", "delete-only-output-handle-key-columns"))
     policy = r.choice("large-message-handle", "none", LARGE_MESSAGE_POLICIES)
     storage = r.get("claim-check-storage-uri", None)
     if policy == "claim-check" and not (isinstance(storage, str) and storage.startswith("file://")):
@@ -197,6 +204,9 @@ def _sink(raw: Any, path: str) -> SinkOptions:
         r.boolean("output-raw-change-event", False),
         policy,
         storage,
+        r.boolean("content-compatible", False),
+        r.boolean("only-output-updated-columns", False),
+        r.boolean("delete-only-output-handle-key-columns", False),
     )
 
 
@@ -211,6 +221,12 @@ def parse_config(data: Any) -> ChangefeedConfig:
         TableFilter(rules, case_sensitive)
     except ConfigError as exc:
         raise ConfigError(f"filter.rules: {exc}") from exc
+    sink = _sink(top.get("sink", None), "sink")
+    force_replicate = top.boolean("force-replicate", False)
+    if sink.delete_only_output_handle_key_columns and force_replicate:
+        # TiCDC refuses the pair: a table without a handle key would send DELETEs with no columns.
+        raise ConfigError("sink.delete-only-output-handle-key-columns: true is not allowed with force-replicate: "
+                          "true (tables without a key would send empty deletes); turn one of them off")
     return ChangefeedConfig(
         case_sensitive=case_sensitive,
         snapshot_mode=top.choice("snapshot-mode", "never", SNAPSHOT_MODES),
@@ -218,8 +234,8 @@ def parse_config(data: Any) -> ChangefeedConfig:
         error_stuck_duration_s=top.duration("changefeed-error-stuck-duration", 1800.0),
         filter_rules=rules,
         event_filters=tuple(_event_filter(item, p, case_sensitive) for p, item in flt.items("event-filters")),
-        sink=_sink(top.get("sink", None), "sink"),
-        force_replicate=top.boolean("force-replicate", False),
+        sink=sink,
+        force_replicate=force_replicate,
     )
 
 

@@ -257,8 +257,22 @@ def parse_ddl(sql: str, default_db: str) -> ParsedDDL | None:
         kind = DDLKind.CREATE_INDEX if first == "CREATE" else DDLKind.DROP_INDEX
         return ParsedDDL(kind, (r.table(),), sql=text)
     if r.peek() in _OTHER_OBJECTS or r.peek() == "ALGORITHM" or r.peek() == "SQL":
-        return ParsedDDL(DDLKind.OTHER, (), sql=text)
+        return ParsedDDL(DDLKind.OTHER, _view_or_sequence(r), sql=text)
     return None
+
+
+def _view_or_sequence(r: _Reader) -> tuple[TableName, ...]:
+    """The names a VIEW or SEQUENCE statement touches: TiCDC sends those statements as canal-JSON
+    QUERY messages of that name (tiflow canal_entry.go convertDdlEventType); other objects touch no
+    table."""
+    while r.i < len(r.tokens) and r.peek() not in ("VIEW", "SEQUENCE"):
+        if r.peek() in _OTHER_OBJECTS:
+            return ()
+        r.i += 1  # ALGORITHM=MERGE, SQL SECURITY DEFINER before VIEW
+    if not r.accept("VIEW", "SEQUENCE"):
+        return ()
+    r.if_exists()
+    return tuple(r.tables())
 
 
 def _database(r: _Reader, verb: str, text: str) -> ParsedDDL:
@@ -269,7 +283,7 @@ def _database(r: _Reader, verb: str, text: str) -> ParsedDDL:
             raise r.fail("the database (none named, no default database)")
     else:
         database = r.name("a database name")
-    kind = {"CREATE": DDLKind.CREATE_DATABASE, "DROP": DDLKind.DROP_DATABASE}.get(verb, DDLKind.OTHER)
+    kind = {"CREATE": DDLKind.CREATE_DATABASE, "DROP": DDLKind.DROP_DATABASE}.get(verb, DDLKind.ALTER_DATABASE)
     return ParsedDDL(kind, (), database, sql=text)
 
 
@@ -313,7 +327,12 @@ def _alter_table(r: _Reader, text: str) -> ParsedDDL:
     table = r.table()
     changes: list[ColumnChange] = []
     rename: RenameTable | None = None
-    for clause in _clauses(r):
+    clauses = _clauses(r)
+    if len(clauses) == 1:  # several clauses are one multi-schema change: ALTER for TiCDC
+        single = _single_clause(_Reader(text, clauses[0], r.default_db), table, text)
+        if single is not None:
+            return single
+    for clause in clauses:
         clause_sql = text[clause[0].start:clause[-1].end + 1]
         sub = _Reader(text, clause, r.default_db)
         if sub.accept("RENAME") and sub.peek() not in ("COLUMN", "INDEX", "KEY"):
@@ -331,6 +350,33 @@ def _alter_table(r: _Reader, text: str) -> ParsedDDL:
         return ParsedDDL(DDLKind.RENAME_TABLE, (rename.old, rename.new), renames=(rename,),
                          column_changes=tuple(changes), sql=text)
     return ParsedDDL(DDLKind.ALTER_TABLE, (table,), column_changes=tuple(changes), sql=text)
+
+
+_ADD_INDEX = {"INDEX", "KEY", "UNIQUE", "PRIMARY", "FOREIGN", "FULLTEXT", "SPATIAL"}
+_DROP_INDEX = {"INDEX", "KEY", "PRIMARY", "FOREIGN"}
+
+
+def _single_clause(sub: _Reader, table: TableName, text: str) -> ParsedDDL | None:
+    """An ALTER TABLE whose one clause adds or drops an index or key, or exchanges a partition: TiDB
+    runs these as their own DDL actions, which TiCDC's canal-JSON calls CINDEX, DINDEX and QUERY
+    (tiflow canal_entry.go convertDdlEventType: ActionAddIndex/AddPrimaryKey/AddForeignKey,
+    ActionDropIndex/DropPrimaryKey/DropForeignKey, ActionExchangeTablePartition)."""
+    def word() -> str:  # sqlglot reads `PRIMARY KEY` and `FOREIGN KEY` as one token
+        return (sub.peek().split() or [""])[0]
+
+    verb = sub.peek()
+    sub.i = 1
+    if verb == "ADD":
+        if sub.accept("CONSTRAINT") and word() not in _ADD_INDEX:
+            sub.i += 1  # the constraint's name
+        return ParsedDDL(DDLKind.CREATE_INDEX, (table,), sql=text) if word() in _ADD_INDEX else None
+    if verb == "DROP":
+        return ParsedDDL(DDLKind.DROP_INDEX, (table,), sql=text) if word() in _DROP_INDEX else None
+    if verb == "EXCHANGE" and sub.accept("PARTITION"):
+        sub.name("a partition name")
+        if sub.accept("WITH") and sub.accept("TABLE"):
+            return ParsedDDL(DDLKind.OTHER, (table, sub.table()), sql=text)
+    return None
 
 
 def _parse_clause(clause_sql: str) -> list[exp.Expression] | None:

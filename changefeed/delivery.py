@@ -121,11 +121,11 @@ class Delivery:
         return reduced
 
     def _send_ddl(self, event: DDLEvent) -> None:
-        tables = event.tables or ()
-        for name in tables:
-            self._send(
-                self.router.topic(name.schema, name.table), 0, self.encoder.encode_ddl(event, name.table)
-            )
+        for message in self.encoder.encode_ddl(event):
+            route = message.route
+            topic = self.router.default_topic.topic(event.database, "") if route is None else self.router.topic(
+                route.schema, route.table)
+            self._send(topic, 0, message.encoded)
         self.stats.ddl += 1
 
     def _send_watermarks(self, commit_ts: int) -> None:

@@ -169,7 +169,7 @@ class ChangeFilter:
         if ddl.tables:
             if not any(self.tables.matches(t) for t in ddl.tables):
                 return False
-        elif ddl.kind in (DDLKind.CREATE_DATABASE, DDLKind.DROP_DATABASE):
+        elif ddl.kind in (DDLKind.CREATE_DATABASE, DDLKind.DROP_DATABASE, DDLKind.ALTER_DATABASE):
             if not self.tables.matches_schema(ddl.database):
                 return False
         else:

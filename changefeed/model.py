@@ -51,7 +51,11 @@ class Column:
     `mysql_type` is the declared type without integer display widths, as canal-JSON's `mysqlType`
     wants it: `int unsigned`, `varchar(40)`, `decimal(10,2)`, `enum('a','b')`, `datetime(6)`, `json`.
     `data_type` is the bare name (`int`, `varchar`, `json`, ...). `charset` is `binary` for
-    binary strings and blobs, None for non-string types.
+    binary strings and blobs, None for non-string types. `column_type` is the server's own
+    information_schema COLUMN_TYPE, verbatim (MariaDB and MySQL 5.7 keep integer display widths:
+    `int(11)`, `bigint(20) unsigned zerofill`; MySQL 8.0.19+ drops them), "" when only the binlog
+    described the column. `virtual` marks a VIRTUAL generated column (TiCDC leaves those out of its
+    messages; STORED ones stay).
     """
 
     name: str
@@ -66,6 +70,9 @@ class Column:
     scale: int | None = None
     fsp: int | None = None
     elements: tuple[str, ...] = ()  # enum or set members in definition order
+    column_type: str = ""
+    zerofill: bool = False
+    virtual: bool = False
 
     @property
     def is_binary(self) -> bool:
@@ -163,6 +170,7 @@ class RowChange:
 class DDLKind(enum.Enum):
     CREATE_DATABASE = "CREATE_DATABASE"
     DROP_DATABASE = "DROP_DATABASE"
+    ALTER_DATABASE = "ALTER_DATABASE"
     CREATE_TABLE = "CREATE_TABLE"
     DROP_TABLE = "DROP_TABLE"
     TRUNCATE_TABLE = "TRUNCATE_TABLE"

@@ -54,6 +54,9 @@ def effective_sink_config(config: KafkaSinkConfig, options: SinkOptions | None) 
         enable_tidb_extension=options.enable_tidb_extension or config.enable_tidb_extension,
         large_message_handle=policy,
         claim_check_storage_uri=options.claim_check_storage_uri or config.claim_check_storage_uri,
+        content_compatible=options.content_compatible or config.content_compatible,
+        only_output_updated_columns=options.only_output_updated_columns or config.only_output_updated_columns,
+        delete_only_output_handle_key_columns=options.delete_only_output_handle_key_columns,
     )
 
 
@@ -72,8 +75,13 @@ def build_delivery(
     storage = config.claim_check_storage_uri
     # Without a storage Delivery refuses claim-check with a clear error (config parsing prevents it).
     claim_check = FileClaimCheckStorage(storage) if config.large_message_handle == "claim-check" and storage else None
-    encoder = CanalJsonEncoder(CanalJsonOptions(enable_tidb_extension=config.enable_tidb_extension,
-                                                content_compatible=config.content_compatible))
+    encoder = CanalJsonEncoder(CanalJsonOptions(
+        enable_tidb_extension=config.enable_tidb_extension,
+        content_compatible=config.content_compatible,
+        only_output_updated_columns=config.only_output_updated_columns,
+        delete_only_output_handle_key_columns=config.delete_only_output_handle_key_columns,
+        message_key=config.message_key,
+    ))
     return Delivery(
         sink,
         encoder,

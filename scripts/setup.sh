@@ -41,7 +41,8 @@ fi
 # --- jar caches ------------------------------------------------------------------------------
 cache="${LAKEFEED_CACHE:-$HOME/.cache/lakefeed}"
 mkdir -p "$cache"
-warm_key=$(cat pyproject.toml lakefeed_testing/kafka_reference/pom.xml lakefeed_testing/spark.py | sha256sum | cut -c1-16)
+warm_key=$(cat pyproject.toml lakefeed_testing/kafka_reference/pom.xml lakefeed_testing/flink_canal/pom.xml \
+  lakefeed_testing/spark.py | sha256sum | cut -c1-16)
 if [ ! -e "$cache/warm-$warm_key" ]; then
   say "warming jar caches in $cache (first run downloads from Maven Central)"
   .venv/bin/python -m lakefeed_testing.warm

@@ -16,6 +16,7 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 PROTOCOLS = ("canal-json",)
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 LARGE_MESSAGE_HANDLES = ("none", "handle-key-only", "claim-check")
+MESSAGE_KEYS = ("handle-key", "none")
 MAX_MESSAGE_BYTES_LIMIT = 100 * 1024 * 1024  # TiCDC caps max-message-bytes at 100 MB
 
 
@@ -31,7 +32,12 @@ class KafkaSinkConfig:
     compression: str = "none"
     auto_create_topic: bool = True
     enable_tidb_extension: bool = False
-    content_compatible: bool = False  # canal-JSON mysqlType with parameters (decimal(10,2)), as Canal
+    content_compatible: bool = False  # canal-JSON: the server's full column type as mysqlType, as Canal
+    # canal-JSON UPDATE `old` with only the changed columns (TiCDC's; content-compatible turns it on)
+    only_output_updated_columns: bool = False
+    # canal-JSON DELETE with only the handle key columns (TiCDC's; YAML sink block only, as in TiCDC)
+    delete_only_output_handle_key_columns: bool = False
+    message_key: str = "handle-key"  # Lakefeed's message key for compaction; "none" as TiCDC
     kafka_client_id: str = "lakefeed_producer"
     kafka_version: str | None = None
     dial_timeout_ms: int = 10_000
@@ -148,6 +154,8 @@ PARAMETERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "auto-create-topic": ("auto_create_topic", _bool),
     "enable-tidb-extension": ("enable_tidb_extension", _bool),
     "content-compatible": ("content_compatible", _bool),
+    "only-output-updated-columns": ("only_output_updated_columns", _bool),
+    "message-key": ("message_key", _choice(MESSAGE_KEYS)),
     "kafka-client-id": ("kafka_client_id", _text),
     "kafka-version": ("kafka_version", _text),
     "dial-timeout": ("dial_timeout_ms", _duration_ms),

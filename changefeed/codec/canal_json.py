@@ -1,12 +1,31 @@
-"""canal-JSON as TiCDC emits it (pingcap/docs ticdc-canal-json.md), for MySQL row changes and DDL.
+"""canal-JSON as TiCDC emits it (pingcap/docs ticdc/ticdc-canal-json.md; tiflow
+pkg/sink/codec/canal/canal_json_row_event_encoder.go and canal_json_message.go), for MySQL row
+changes and DDL.
 
-Field order and meaning: id (0), database, table, pkNames (null without a primary key), isDdl, type,
-es (commit time, ms), ts (encode time, ms), sql ("" for DML), sqlType, mysqlType, data (one row; the
-old row for DELETE), old (UPDATE only: the whole previous row), and `_tidb` with
-enable-tidb-extension. Message key (a Lakefeed extension): the row's key columns as JSON, so topics
-can be compacted and consumers can partition by key.
+Row messages, in TiCDC's field order: id (0), database, table, pkNames (the primary key columns in
+table column order, `[]` without a primary key), isDdl, type, es (commit time, ms), ts (encode time,
+ms), sql (""), sqlType, mysqlType, old (UPDATE: the previous row; null otherwise), data (one row;
+the old row for DELETE), and `_tidb` with enable-tidb-extension. VIRTUAL generated columns are left
+out (TiCDC never sees them); STORED ones stay.
+
+DDL and watermark messages are TiCDC's JSONMessage struct marshalled as is, so there `data` comes
+before `old` (both null).
+
+Options (TiCDC's, `docs/configuration.md`): content-compatible (full mysqlType; turns on
+only-output-updated-columns as TiCDC's codec config does), only-output-updated-columns (UPDATE `old`
+holds only the columns whose value changed), delete-only-output-handle-key-columns (DELETE `data`,
+`sqlType`, `mysqlType` hold only the handle key columns). Lakefeed's one extension is the message
+key (`message-key=handle-key`, the default): the row's handle key as JSON, so topics can be
+compacted; `message-key=none` sends no key, as TiCDC does.
+
+Strings are escaped as TiCDC's Go JSON writers (easyjson jwriter, goccy/go-json) escape them: `<`,
+`>`, `&`, U+2028 and U+2029 as `\\u003c`, `\\u003e`, `\\u0026`, `\\u2028`, `\\u2029`, and backspace and
+form feed as `\\u0008`, `\\u000c`.
 """
 
+from __future__ import annotations
+
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,10 +33,12 @@ from typing import Any
 
 import orjson
 
-from changefeed.codec.base import Encoded
+from changefeed.codec.base import DDLMessage, Encoded
 from changefeed.codec.values import java_sql_type, mysql_type, value_text
 from changefeed.model import Column, DDLEvent, DDLKind, Row, RowChange, RowKind, TableSchema, tso_physical_ms
 
+# tiflow canal_entry.go convertDdlEventType; everything else (views, sequences, database
+# statements, EXCHANGE PARTITION) is QUERY.
 DDL_TYPES = {
     DDLKind.CREATE_TABLE: "CREATE",
     DDLKind.ALTER_TABLE: "ALTER",
@@ -27,17 +48,43 @@ DDL_TYPES = {
     DDLKind.CREATE_INDEX: "CINDEX",
     DDLKind.DROP_INDEX: "DINDEX",
 }
+_DATABASE_KINDS = (DDLKind.CREATE_DATABASE, DDLKind.DROP_DATABASE, DDLKind.ALTER_DATABASE)
 
 
 @dataclass(frozen=True)
 class CanalJsonOptions:
     enable_tidb_extension: bool = False
-    content_compatible: bool = False  # full mysqlType with parameters, as official Canal
-    key_by_primary_key: bool = True
+    content_compatible: bool = False
+    only_output_updated_columns: bool = False
+    delete_only_output_handle_key_columns: bool = False
+    message_key: str = "handle-key"
+
+    @property
+    def updated_columns_only(self) -> bool:
+        """TiCDC's codec config turns only-output-updated-columns on with content-compatible."""
+        return self.only_output_updated_columns or self.content_compatible
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+_GO_ESCAPES = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026", "\u2028".encode(): b"\\u2028",
+               "\u2029".encode(): b"\\u2029", b"\\b": b"\\u0008", b"\\f": b"\\u000c"}
+# An escape pair first, so the `b` of an escaped backslash followed by `b` is not taken for `\b`.
+_ESCAPE_TARGETS = re.compile(rb'\\.|[<>&]|\xe2\x80[\xa8\xa9]')
+
+
+def dumps(message: dict[str, Any]) -> bytes:
+    """orjson's JSON with the escapes of Go's JSON writers. The replaced characters can only occur
+    inside strings in orjson's output, so rewriting the bytes is safe."""
+    raw = orjson.dumps(message)
+    return _ESCAPE_TARGETS.sub(lambda m: _GO_ESCAPES.get(m.group(0), m.group(0)), raw)
+
+
+def visible_columns(table: TableSchema) -> tuple[Column, ...]:
+    """The columns TiCDC sends: all but VIRTUAL generated ones (tiflow cdc/model IsColCDCVisible)."""
+    return tuple(c for c in table.columns if not c.virtual)
 
 
 class CanalJsonEncoder:
@@ -48,66 +95,87 @@ class CanalJsonEncoder:
         self._clock = clock
 
     def encode_row(self, change: RowChange) -> Encoded:
-        table = change.table
-        image = change.row
-        message = self._row_message(change, table.columns, _row_text(table, image))
-        if change.kind is RowKind.UPDATE and change.before:
-            message["old"] = [_row_text(table, change.before)]
-        if self.options.enable_tidb_extension:
-            message["_tidb"] = {"commitTs": change.commit_ts}
-        return Encoded(self.row_key(table, image), orjson.dumps(message))
+        handle_only = change.kind is RowKind.DELETE and self.options.delete_only_output_handle_key_columns
+        tidb = {"commitTs": change.commit_ts} if self.options.enable_tidb_extension else None
+        return self._encode(change, handle_only, tidb)
 
     def encode_handle_only(self, change: RowChange, claim_check_location: str | None = None) -> Encoded:
         """The row reduced to its key columns, flagged `_tidb.onlyHandleKey` (large-message-handle
         handle-key-only) or pointing at the full message (`_tidb.claimCheckLocation`, claim-check)."""
-        table = change.table
-        columns = [table.column(name) for name in (table.handle_key or table.column_names)]
-        image = change.row
-        message = self._row_message(change, columns, {c.name: value_text(c, image.get(c.name)) for c in columns})
         tidb: dict[str, Any] = {"commitTs": change.commit_ts}
         if claim_check_location is None:
             tidb["onlyHandleKey"] = True
         else:
             tidb["claimCheckLocation"] = claim_check_location
-        message["_tidb"] = tidb
-        return Encoded(self.row_key(table, image), orjson.dumps(message))
+        return self._encode(change, True, tidb)
 
-    def _row_message(self, change: RowChange, columns: Sequence[Column], data: dict[str, Any]) -> dict[str, Any]:
-        """The fields every row message has, in TiCDC's order; `old` stays None unless set after."""
+    def _encode(self, change: RowChange, handle_only: bool, tidb: dict[str, Any] | None) -> Encoded:
         table = change.table
+        columns = visible_columns(table)
+        if handle_only:
+            key = set(table.handle_key or table.column_names)
+            columns = tuple(c for c in columns if c.name in key)
         image = change.row
-        return {
+        old: list[dict[str, str | None]] | None = None
+        if change.kind is RowKind.UPDATE and change.before is not None:
+            before = change.before
+            old_columns = columns
+            if self.options.updated_columns_only:
+                old_columns = tuple(c for c in columns if before.get(c.name) != image.get(c.name))
+            old = [_row_text(old_columns, before)]
+        message: dict[str, Any] = {
             "id": 0,
             "database": table.schema,
             "table": table.table,
-            "pkNames": list(table.primary_key) or None,
+            "pkNames": [c.name for c in visible_columns(table) if c.name in table.primary_key],
             "isDdl": False,
             "type": change.kind.value,
             "es": tso_physical_ms(change.commit_ts),
             "ts": self._clock(),
             "sql": "",
-            "sqlType": {c.name: java_sql_type(c, image.get(c.name)) for c in columns},
+            "sqlType": {c.name: java_sql_type(c, image.get(c.name)) for c in columns} or None,
             "mysqlType": {c.name: mysql_type(c, self.options.content_compatible) for c in columns},
-            "data": [data],
-            "old": None,
+            "old": old,
+            "data": [_row_text(columns, image)],
         }
+        if tidb is not None:
+            message["_tidb"] = tidb
+        return Encoded(self.row_key(table, image), dumps(message))
 
     def row_key(self, table: TableSchema, row: Row) -> bytes | None:
-        if not self.options.key_by_primary_key:
+        """Lakefeed's message key (message-key=handle-key); TiCDC sends none (message-key=none)."""
+        if self.options.message_key == "none":
             return None
-        columns = table.handle_key or table.column_names
+        columns = table.handle_key or tuple(c.name for c in visible_columns(table))
         key = {name: value_text(table.column(name), row.get(name)) for name in columns}
-        return orjson.dumps({"database": table.schema, "table": table.table, "key": key})
+        return dumps({"database": table.schema, "table": table.table, "key": key})
 
-    def encode_ddl(self, event: DDLEvent, table: str) -> Encoded:
-        """One message per touched table (`table` may be "" for database-level statements)."""
+    def encode_ddl(self, event: DDLEvent) -> list[DDLMessage]:
+        """The messages TiCDC sends for one DDL event: one per table it touches (its topic picked
+        by that table); a RENAME one with the new name, sent to the old name's topic; a database
+        statement one with table "" to the default topic; EXCHANGE PARTITION one for the
+        partitioned table, sent to the other table's topic (TiCDC routes by the table before)."""
+        kind = DDL_TYPES.get(event.kind, "QUERY")
+        if event.kind is DDLKind.RENAME_TABLE:
+            # ddl_events makes one event per pair, except that a single ALTER TABLE ... RENAME
+            # or RENAME TABLE a TO b keeps its own SQL: (old, new).
+            old, new = event.tables[0], event.tables[-1]
+            return [DDLMessage(old, self._ddl(event, kind, new.schema, new.table))]
+        if event.kind is DDLKind.OTHER and len(event.tables) == 2:  # only EXCHANGE PARTITION (ddl_events)
+            partitioned, other = event.tables
+            return [DDLMessage(other, self._ddl(event, kind, partitioned.schema, partitioned.table))]
+        if not event.tables and event.kind in _DATABASE_KINDS:
+            return [DDLMessage(None, self._ddl(event, kind, event.database, ""))]
+        return [DDLMessage(t, self._ddl(event, kind, t.schema, t.table)) for t in event.tables]
+
+    def _ddl(self, event: DDLEvent, kind: str, database: str, table: str) -> Encoded:
         message: dict[str, Any] = {
             "id": 0,
-            "database": event.database,
+            "database": database,
             "table": table,
             "pkNames": None,
             "isDdl": True,
-            "type": DDL_TYPES.get(event.kind, "QUERY"),
+            "type": kind,
             "es": tso_physical_ms(event.commit_ts),
             "ts": self._clock(),
             "sql": event.sql,
@@ -118,7 +186,7 @@ class CanalJsonEncoder:
         }
         if self.options.enable_tidb_extension:
             message["_tidb"] = {"commitTs": event.commit_ts}
-        return Encoded(None, orjson.dumps(message))
+        return Encoded(None, dumps(message))
 
     def encode_watermark(self, watermark_ts: int) -> Encoded:
         message = {
@@ -137,12 +205,11 @@ class CanalJsonEncoder:
             "old": None,
             "_tidb": {"watermarkTs": watermark_ts},
         }
-        return Encoded(None, orjson.dumps(message))
+        return Encoded(None, dumps(message))
 
 
-def _row_text(table: TableSchema, row: Row | None) -> dict[str, str | None]:
-    assert row is not None
-    return {c.name: value_text(c, row.get(c.name)) for c in table.columns}
+def _row_text(columns: Sequence[Column], row: Row) -> dict[str, str | None]:
+    return {c.name: value_text(c, row.get(c.name)) for c in columns}
 
 
 def split_key_changing_update(change: RowChange) -> list[RowChange]:

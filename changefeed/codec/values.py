@@ -6,6 +6,7 @@ integer; unsigned integers promote their java.sql.Types code when the value leav
 """
 
 import datetime
+import json
 import struct
 from decimal import Decimal
 
@@ -88,11 +89,23 @@ def java_sql_type(column: Column, value: Value) -> int:
 
 
 def mysql_type(column: Column, full: bool) -> str:
-    """`full` (content-compatible=true) keeps parameters, as official Canal: `decimal(10,2)`."""
+    """canal-JSON's `mysqlType`, as tiflow pkg/sink/codec/utils/mysql_types.go GetMySQLType writes it.
+
+    `full` (content-compatible=true): the column's full type as the server describes it (TiDB's
+    GetTypeDesc), so the server's COLUMN_TYPE verbatim: `int(11)`, `tinyint(1)`, `year(4)`,
+    `bigint(20) unsigned zerofill` on MariaDB, `int` on MySQL 8.0.19+ (which drops display widths).
+    A column only the binlog described has no COLUMN_TYPE: its reconstructed type is used.
+    Short form: the bare name (binary-charset strings as their binary twins, TiDB's TypeToStr), then
+    ` unsigned` (never for BIT or YEAR) and ` zerofill` (never for YEAR), as field_types.go adds them.
+    """
     if full:
-        return column.mysql_type
+        return column.column_type or column.mysql_type
     name = _base_type(column)
-    return f"{name} unsigned" if column.unsigned else name
+    if (column.unsigned or column.zerofill) and name not in ("bit", "year"):
+        name += " unsigned"  # ZEROFILL implies UNSIGNED
+    if column.zerofill and name != "year":
+        name += " zerofill"
+    return name
 
 
 def _float32_text(value: float) -> str:
@@ -151,7 +164,21 @@ def value_text(column: Column, value: Value) -> str | None:
         return _time_text(value, column.fsp)
     if name in ("enum", "set"):
         return _enum_set_number(column, value)
+    if name == "json":
+        return _json_text(value)
     return value
+
+
+def _json_text(text: str) -> str:
+    """JSON as TiDB prints it (TiCDC sends TiDB's text, not what the client typed; tiflow
+    pkg/sink/codec/utils/test_utils.go expects `{"key1": "value1"}`): `": "` and `", "` separators,
+    object keys sorted (TiDB's binary JSON keeps them sorted). MariaDB stores JSON as the typed text,
+    so it is normalised here; text that is not JSON (invalid data in a LONGTEXT) is passed through."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    return json.dumps(parsed, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
 
 
 def _enum_set_number(column: Column, value: str) -> str:

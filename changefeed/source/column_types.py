@@ -109,6 +109,7 @@ class InfoColumn:
     collation: str | None
     char_length: int | None
     is_json: bool = False  # MariaDB: LONGTEXT with a json_valid() check
+    virtual: bool = False  # EXTRA says VIRTUAL GENERATED (MySQL and MariaDB spell it alike)
 
 
 def mysql_type_name(column_type: str) -> str:
@@ -154,14 +155,23 @@ def merge_columns(binlog: Sequence[BinlogColumn], info: Sequence[InfoColumn] | N
     return tuple(refine(c, i) for c, i in zip(columns, info, strict=True))
 
 
+def _server_facts(info: InfoColumn, column: Column) -> Column:
+    """What only information_schema knows: the full COLUMN_TYPE (canal-JSON's content-compatible
+    mysqlType), ZEROFILL and whether the column is a virtual generated one."""
+    column_type = "json" if info.is_json else info.column_type  # verbatim: enum members keep their case
+    return replace(column, column_type=column_type, zerofill=" zerofill" in column_type.lower(),
+                   virtual=info.virtual)
+
+
 def refine(column: Column, info: InfoColumn) -> Column:
     if info.is_json or info.data_type == "json":
-        return replace(column, data_type="json", mysql_type="json", length=None, charset=None, collation=None)
+        return _server_facts(info, replace(column, data_type="json", mysql_type="json", length=None, charset=None,
+                                           collation=None))
     length = column.length if info.char_length is None else info.char_length
     if column.data_type == "bit":
         length = column.length
-    return replace(column, data_type=info.data_type, mysql_type=mysql_type_name(info.column_type),
-                   length=length)
+    return _server_facts(info, replace(column, data_type=info.data_type,
+                                       mysql_type=mysql_type_name(info.column_type), length=length))
 
 
 def column_from_info(info: InfoColumn) -> Column:
@@ -177,13 +187,13 @@ def column_from_info(info: InfoColumn) -> Column:
     length = info.char_length
     if data_type == "bit" and match:
         length = int(match.group(1))
-    return Column(
+    return _server_facts(info, Column(
         name=info.name, data_type=data_type, mysql_type=mysql_type, unsigned=" unsigned" in mysql_type,
         nullable=info.nullable, charset=None if data_type == "json" else info.charset,
         collation=info.collation, length=None if data_type == "json" else length,
         precision=precision, scale=scale, fsp=fsp,
         elements=parse_elements(info.column_type) if data_type in ("enum", "set") else (),
-    )
+    ))
 
 
 def parse_elements(column_type: str) -> tuple[str, ...]:

@@ -204,21 +204,22 @@ class TableInfo:
 def fetch_table_info(cur: Any, table: TableName) -> TableInfo | None:
     cur.execute(
         "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
-        "CHARACTER_MAXIMUM_LENGTH FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
+        "CHARACTER_MAXIMUM_LENGTH, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
         "ORDER BY ORDINAL_POSITION", (table.schema, table.table))
     rows = cur.fetchall()
     if not rows:
         return None
     json_columns = _json_check_columns(cur, table)
     columns = []
-    for name, data_type, column_type, nullable, charset, collation, length in rows:
+    for name, data_type, column_type, nullable, charset, collation, length, extra in rows:
         is_binary = str(data_type).lower() in ("binary", "varbinary") or str(data_type).endswith("blob")
         columns.append(InfoColumn(
             name=str(name), data_type=str(data_type).lower(), column_type=str(column_type),
             nullable=nullable == "YES", charset="binary" if is_binary else charset,
             collation="binary" if is_binary else collation,
             char_length=int(length) if length is not None else None,
-            is_json=str(name) in json_columns and str(data_type).lower() == "longtext"))
+            is_json=str(name) in json_columns and str(data_type).lower() == "longtext",
+            virtual="VIRTUAL" in str(extra or "").upper()))
     cur.execute(
         "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s "
         "AND TABLE_NAME=%s AND NON_UNIQUE=0 ORDER BY INDEX_NAME='PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX",

@@ -2,10 +2,10 @@
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from lakefeed_testing.errors import ServiceError
+from lakefeed_testing.maven import copy_dependencies
 from lakefeed_testing.paths import cache_dir
 
 POM = Path(__file__).with_name("pom.xml")
@@ -17,24 +17,7 @@ KAFKA_VERSION = _VERSION.group(1)
 
 def ensure_kafka_libs() -> Path:
     """The directory holding every jar the Kafka broker and tools need; downloaded on first use."""
-    libs = cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
-    marker = libs / ".complete"
-    if marker.exists():
-        return libs
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ServiceError("Maven (`mvn`) is needed to fetch the Kafka jars: `apt-get install maven`")
-    libs.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", "-DincludeScope=runtime",
-         f"-DoutputDirectory={libs}"],
-        capture_output=True, text=True, timeout=1200,
-    )
-    if result.returncode != 0:
-        raise ServiceError(f"mvn could not fetch Kafka {KAFKA_VERSION} jars:\n{result.stdout[-3000:]}",
-                           retriable=True)
-    marker.touch()
-    return libs
+    return copy_dependencies(POM, cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs", f"Kafka {KAFKA_VERSION}")
 
 
 def java_command(main_class: str, *, heap: str = "256m") -> list[str]:

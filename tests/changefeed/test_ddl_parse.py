@@ -40,9 +40,25 @@ from changefeed.model import DDLKind, TableName
         ("DROP INDEX i ON o.t", DDLKind.DROP_INDEX, ["o.t"]),
         ("/*!40101 ALTER TABLE shop.orders DROP COLUMN note */", DDLKind.ALTER_TABLE, ["shop.orders"]),
         ("ALTER /* a */ TABLE -- b\n shop . `orders` # c\n ENGINE=InnoDB", DDLKind.ALTER_TABLE, ["shop.orders"]),
-        ("CREATE VIEW v AS SELECT 1", DDLKind.OTHER, []),
+        ("CREATE VIEW v AS SELECT 1", DDLKind.OTHER, ["d.v"]),  # a canal-JSON QUERY for d.v (TiCDC)
         ("CREATE DEFINER=`root`@`%` PROCEDURE p() BEGIN SELECT 1; END", DDLKind.OTHER, []),
         ("GRANT SELECT ON *.* TO u", DDLKind.OTHER, []),
+        # TiDB runs these one-clause ALTERs as their own actions: canal-JSON CINDEX / DINDEX / QUERY
+        # (tiflow pkg/sink/codec/canal/canal_entry.go convertDdlEventType); several clauses: ALTER.
+        ("ALTER TABLE t ADD INDEX i (a)", DDLKind.CREATE_INDEX, ["d.t"]),
+        ("ALTER TABLE t ADD UNIQUE KEY u (a)", DDLKind.CREATE_INDEX, ["d.t"]),
+        ("ALTER TABLE t ADD PRIMARY KEY (a)", DDLKind.CREATE_INDEX, ["d.t"]),
+        ("ALTER TABLE t ADD CONSTRAINT fk FOREIGN KEY (a) REFERENCES p (id)", DDLKind.CREATE_INDEX, ["d.t"]),
+        ("ALTER TABLE t DROP INDEX i", DDLKind.DROP_INDEX, ["d.t"]),
+        ("ALTER TABLE t DROP PRIMARY KEY", DDLKind.DROP_INDEX, ["d.t"]),
+        ("ALTER TABLE t DROP FOREIGN KEY fk", DDLKind.DROP_INDEX, ["d.t"]),
+        ("ALTER TABLE t ADD INDEX i (a), ADD COLUMN c INT", DDLKind.ALTER_TABLE, ["d.t"]),
+        ("ALTER TABLE t DROP COLUMN c", DDLKind.ALTER_TABLE, ["d.t"]),
+        ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE o.u", DDLKind.OTHER, ["d.t", "o.u"]),
+        ("CREATE OR REPLACE ALGORITHM=MERGE SQL SECURITY DEFINER VIEW o.v AS SELECT 1", DDLKind.OTHER, ["o.v"]),
+        ("DROP VIEW IF EXISTS v, o.w", DDLKind.OTHER, ["d.v", "o.w"]),
+        ("CREATE SEQUENCE s", DDLKind.OTHER, ["d.s"]),
+        ("DROP SEQUENCE IF EXISTS o.s", DDLKind.OTHER, ["o.s"]),
     ],
 )
 def test_kind_and_qualified_tables(sql: str, kind: DDLKind, tables: list[str]) -> None:
@@ -57,8 +73,8 @@ def test_kind_and_qualified_tables(sql: str, kind: DDLKind, tables: list[str]) -
     [
         ("CREATE DATABASE IF NOT EXISTS `x`", DDLKind.CREATE_DATABASE, "x"),
         ("DROP SCHEMA IF EXISTS `x`", DDLKind.DROP_DATABASE, "x"),
-        ("alter database Foo character set utf8mb4", DDLKind.OTHER, "Foo"),  # sqlglot: a Command
-        ("ALTER SCHEMA DEFAULT CHARACTER SET utf8mb4", DDLKind.OTHER, "d"),  # no name: the default db
+        ("alter database Foo character set utf8mb4", DDLKind.ALTER_DATABASE, "Foo"),  # sqlglot: a Command
+        ("ALTER SCHEMA DEFAULT CHARACTER SET utf8mb4", DDLKind.ALTER_DATABASE, "d"),  # no name: the default db
     ],
 )
 def test_schema_level_ddl_names_its_database(sql: str, kind: DDLKind, database: str) -> None:

@@ -168,7 +168,7 @@ EXPECTED_MYSQL_TYPE = {
 }
 
 
-def encoder(**options: bool) -> CanalJsonEncoder:
+def encoder(**options: bool | str) -> CanalJsonEncoder:
     return CanalJsonEncoder(CanalJsonOptions(**options), clock=lambda: 1639633142960)
 
 
@@ -191,8 +191,8 @@ def test_insert_has_every_type_formatted_as_ticdc() -> None:
         "sql",
         "sqlType",
         "mysqlType",
-        "data",
         "old",
+        "data",
     ]
     assert message["id"] == 0 and message["database"] == "shop" and message["table"] == "t"
     assert message["pkNames"] == ["id"] and message["isDdl"] is False and message["type"] == "INSERT"
@@ -248,11 +248,13 @@ def test_every_ddl_kind_maps_to_its_canal_type() -> None:
         DDLKind.DROP_INDEX: "DINDEX",
         DDLKind.CREATE_DATABASE: "QUERY",
         DDLKind.DROP_DATABASE: "QUERY",
+        DDLKind.ALTER_DATABASE: "QUERY",
         DDLKind.OTHER: "QUERY",
     }
     for kind, canal_type in expected.items():
         event = DDLEvent("ALTER TABLE t ADD c INT", kind, "shop", (TableName("shop", "t"),), TSO, POS)
-        encoded = encoder(enable_tidb_extension=True).encode_ddl(event, "t")
+        [ddl] = encoder(enable_tidb_extension=True).encode_ddl(event)
+        encoded = ddl.encoded
         message = orjson.loads(encoded.value)
         assert message["type"] == canal_type, kind
         assert message["isDdl"] is True and message["sql"] == "ALTER TABLE t ADD c INT"

@@ -25,14 +25,17 @@ def test_rename_keeps_its_sql_when_the_event_database_resolves_it() -> None:
 
 
 def test_rename_sql_is_qualified_when_the_session_database_mattered() -> None:
+    # Several pairs: one event per pair, each qualified (tiflow cdc/model/sink.go FromJobWithArgs).
     assert _events("RENAME TABLE t TO b.u, c TO d", "s") == [
-        ("b", "RENAME TABLE `s`.`t` TO `b`.`u`, `s`.`c` TO `s`.`d`", ["s.t", "b.u", "s.c", "s.d"])]
+        ("b", "RENAME TABLE `s`.`t` TO `b`.`u`", ["s.t", "b.u"]),
+        ("s", "RENAME TABLE `s`.`c` TO `s`.`d`", ["s.c", "s.d"])]
+    assert _events("RENAME TABLE t TO b.u", "s") == [("b", "RENAME TABLE `s`.`t` TO `b`.`u`", ["s.t", "b.u"])]
 
 
 def test_schema_level_and_other_statements() -> None:
     assert _events("CREATE DATABASE x", "s") == [("x", "CREATE DATABASE x", [])]
     assert _events("/*!40101 ALTER DATABASE x CHARACTER SET utf8mb4 */", "") == [
         ("x", "/*!40101 ALTER DATABASE x CHARACTER SET utf8mb4 */", [])]
-    assert _events("CREATE VIEW v AS SELECT 1", "s") == [("s", "CREATE VIEW v AS SELECT 1", [])]
+    assert _events("CREATE VIEW v AS SELECT 1", "s") == [("s", "CREATE VIEW v AS SELECT 1", ["s.v"])]
     parsed = parse_ddl("CREATE TABLE a.t LIKE b.s", "")
     assert parsed is not None and parsed.kind is DDLKind.CREATE_TABLE and parsed.tables == (TableName("a", "t"),)

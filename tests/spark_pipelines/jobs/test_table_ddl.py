@@ -24,11 +24,12 @@ BATCH = [
     _ins("a", 1, "a1", 1), _ins("a", 2, "a2", 2), _ins("b", 1, "old b", 3), _ins("c", 7, "c7", 4),
     _ins("tmp_x", 1, "excluded", 5), _ins("d", 1, "d1", 6), _ins("e", 1, "e1", 7),
     _ddl("b", "ERASE", "DROP TABLE b", 10),
-    _ddl("a", "RENAME", "RENAME TABLE a TO b", 11), _ddl("b", "RENAME", "RENAME TABLE a TO b", 11),
+    _ddl("b", "RENAME", "RENAME TABLE a TO b", 11),  # one message, with the new name (TiCDC)
     _ins("b", 3, "b3", 12),
     dml("b", "UPDATE", {"id": "1", "name": "a1 in b"}, old={"name": "a1"}, commit_ts=13 << 18, es=13),
-    # A swap: b and c exchange names through tmp.
-    *[_ddl(t, "RENAME", "RENAME TABLE b TO tmp, c TO b, tmp TO c", 14) for t in ("b", "tmp", "c")],
+    # A swap: b and c exchange names through tmp, one message per pair as TiCDC splits it.
+    *[_ddl(new, "RENAME", f"RENAME TABLE `shop`.`{old}` TO `shop`.`{new}`", 14)
+      for old, new in (("b", "tmp"), ("c", "b"), ("tmp", "c"))],
     _ins("c", 4, "c4", 15),
     _ddl("d", "ERASE", "DROP TABLE d", 16),
     _ddl("e", "RENAME", "ALTER TABLE e RENAME TO tmp_e", 17),  # renamed into the excluded names
@@ -73,6 +74,7 @@ def test_rename_drop_and_table_rules_then_replay(spark: Any, tmp_path: Path) -> 
         "f": [("id:int", "amount:decimal(8,2)")],  # created before any row
         "g": [("id:int", "qty:int"), (5, 1)],  # dropped, created again with other columns
         "h": [columns, (1, "h1")],  # CREATE TABLE IF NOT EXISTS on a live table changes nothing
+        "tmp": [columns],  # the swap's stepping stone: held b's rows between two of its pairs, none now
     }
     assert _snapshot(spark, config) == expected
     assert config.table_path("shop", "c").endswith("/crm/customers")

@@ -1,0 +1,28 @@
+"""Resolve a pom.xml's runtime jars once with Maven (cache ~/.m2) into a directory of the persistent
+cache; shared by every Java tool the tests run (the Kafka reference, Flink's canal-json format)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from lakefeed_testing.errors import ServiceError
+
+
+def copy_dependencies(pom: Path, libs: Path, what: str) -> Path:
+    """`libs` holding every runtime jar `pom` names; downloaded on first use, then reused."""
+    marker = libs / ".complete"
+    if marker.exists():
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ServiceError(f"Maven (`mvn`) is needed to fetch the {what} jars: `apt-get install maven`")
+    libs.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
+         f"-DoutputDirectory={libs}"],
+        capture_output=True, text=True, timeout=1200,
+    )
+    if result.returncode != 0:
+        raise ServiceError(f"mvn could not fetch the {what} jars:\n{result.stdout[-3000:]}", retriable=True)
+    marker.touch()
+    return libs
