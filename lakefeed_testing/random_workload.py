@@ -39,9 +39,10 @@ DDL_KINDS = ("add_column", "add_column_default", "add_column_after", "modify_typ
              "create_drop")
 # How statements are written: each is applied at random when enabled.
 STYLE_KINDS = ("qualified", "comments", "backquotes", "mixed_case", "time_zone")
-# Rows inserted before the changefeed starts (the snapshot must bring them); a table whose key is a
-# NOT NULL unique index, not a primary key (off: that table gets the same columns as its primary key).
-PHASE_KINDS = ("preload", "no_primary_key")
+# Rows inserted before the changefeed starts (the snapshot must bring them), with FLOAT values in them
+# (off: NULL); a table whose key is a NOT NULL unique index, not a primary key (off: the same columns
+# as its primary key).
+PHASE_KINDS = ("preload", "preload_float", "no_primary_key")
 KINDS = DML_KINDS + DDL_KINDS + STYLE_KINDS + PHASE_KINDS
 
 # Session time zones other than UTC (fixed offsets: a private MariaDB has no time zone tables).
@@ -501,7 +502,10 @@ class _Planner:
                 key = {k: (str(i) if k == "id" else self.key_value(table.column(k))) for k in table.key}
                 if table.unique:
                     key[table.unique[0]] = _quote(f"p{i}")
-                rows.append(self.row(table, key))
+                row = self.row(table, key)
+                if not self.options.has("preload_float"):
+                    row.update({c.name: "NULL" for c in table.columns if _type_parts(c.sql_type)[0] == "float"})
+                rows.append(row)
             columns = list(rows[0])
             values = ", ".join("(" + ", ".join(r[c] for c in columns) + ")" for r in rows)
             steps.append(Step("preload", (f"INSERT IGNORE INTO `{table.name}` ({', '.join(f'`{c}`' for c in columns)})"

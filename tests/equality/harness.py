@@ -41,6 +41,8 @@ KNOWN_UNFIXED = {
                         "branch)",
     "no_primary_key": "a table keyed by a NOT NULL unique index: the changefeed sends empty pkNames and the "
                       "pipeline stops (SchemaError 'has no primary key'); found by the harness, seed 1",
+    "preload_float": "capture: the snapshot reads FLOAT as MariaDB's 6-digit text (123457 for the stored "
+                     "123456.7890625), the binlog has the exact value; found by the harness, seed 1 (size 30,4,20)",
     "modify_type": "issue 16: MODIFY FLOAT->DOUBLE does not cut the micro-batch, earlier rows' text is re-read as "
                    "DOUBLE (pipeline DDL branch)",
 }
