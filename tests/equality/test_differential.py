@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from changefeed.config import parse_config
 from lakefeed_testing import MySQLServer
 from lakefeed_testing.random_workload import parse_kinds
-from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, run_seed
+from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, changefeed_config, run_seed
 
 CI_SEEDS = (1,)
 
@@ -69,3 +70,14 @@ def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Pa
           f"{sum(r.ddl for r in reports)} DDL compared in {sum(r.seconds for r in reports):.0f} s; "
           f"different: {different or 'none'}")
     assert not different, "\n".join(r.describe() for r in reports if not r.equal)
+
+
+@pytest.mark.parametrize("dispatcher", DISPATCHERS)
+def test_each_dispatcher_config_is_one_the_changefeed_accepts(dispatcher: str) -> None:
+    config = parse_config(changefeed_config("eq_1", dispatcher))
+    assert config.snapshot_mode == "initial" and config.sink.dispatchers[0].partition == dispatcher
+
+
+def test_seed_lists_and_known_unfixed_kinds_are_real_kinds() -> None:
+    assert _seeds("1-3,7") == [1, 2, 3, 7]
+    assert parse_kinds(exclude=KNOWN_UNFIXED)  # every excluded name is a workload kind
