@@ -41,8 +41,9 @@ DDL_KINDS = ("add_column", "add_column_default", "add_column_after", "modify_typ
 STYLE_KINDS = ("qualified", "comments", "backquotes", "mixed_case", "time_zone")
 # Rows inserted before the changefeed starts (the snapshot must bring them), with FLOAT values in them
 # (off: NULL); a table whose key is a NOT NULL unique index, not a primary key (off: the same columns
-# as its primary key).
-PHASE_KINDS = ("preload", "preload_float", "no_primary_key")
+# as its primary key); the changes start while the changefeeds' snapshots still run (off: the harness
+# waits for them; read by tests/equality/harness.py).
+PHASE_KINDS = ("preload", "preload_float", "no_primary_key", "concurrent_snapshot")
 KINDS = DML_KINDS + DDL_KINDS + STYLE_KINDS + PHASE_KINDS
 
 # Session time zones other than UTC (fixed offsets: a private MariaDB has no time zone tables).
