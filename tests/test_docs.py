@@ -59,6 +59,8 @@ COMMAND_TESTS = {
     "curl -fLO https://repo1.maven.org/maven2/org/apache/spark/spark-token-provider-kafka": _SUBMIT_TEST,
     "spark-pipelines --conf": "tests/spark_pipelines/test_declarative_pipelines.py::"
                               "test_auto_cdc_flow_cannot_target_delta_while_append_flows_can",
+    "spark-pipeline verify": "tests/equality/test_verify.py::"
+                             "test_verify_exits_0_on_an_equal_table_and_names_exactly_the_damaged_keys",
     "broker dev-cluster": "tests/broker/test_dev_cluster.py::test_sigterm_to_the_foreground_manager_stops_every_node",
     "kafka-leader-election": "tests/broker/cluster/test_clients.py::"
                              "test_kafka_leader_election_moves_leadership_back_to_the_preferred_replica",

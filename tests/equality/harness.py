@@ -1,0 +1,279 @@
+"""The differential test of the whole chain: seeded workload on MariaDB -> `changefeed server` (snapshot-mode
+initial) -> bundled broker -> Spark pipeline -> Delta, one changefeed and one pipeline per dispatcher, then
+every table compared with MySQL by the comparator `spark-pipeline verify` uses (spark_pipelines/verify.py).
+
+The broker and the changefeed server are the processes a user starts (examples/services.py, shared with the
+demo). Rows inserted before the changefeeds exist must arrive through the snapshot; DDL and DML after it
+through the binlog.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from services import ChangefeedServer, binlog_end, reached, start_brokers
+
+from lakefeed_testing import MySQLServer
+from lakefeed_testing.random_workload import KINDS, Options, plan, run
+from spark_pipelines.config import load_config
+from spark_pipelines.io.delta import exists, live_rows
+from spark_pipelines.io.kafka import read_stream
+from spark_pipelines.jobs.apply import start_query
+from spark_pipelines.verify import TableResult, verify_table
+from spark_pipelines.verify_report import describe_differences
+
+DISPATCHERS = ("default", "table", "index-value", "columns", "ts")
+# Features the pipeline does not follow yet: CI leaves these kinds out, each with its reason. Shorten the
+# list when a fix lands (the long command runs every kind and shows what is still broken).
+KNOWN_UNFIXED = {
+    "add_column_default": "issue 16: existing rows get NULL in Delta, not the column's DEFAULT (pipeline DDL branch)",
+    "add_column_after": "issue 16: ADD COLUMN ... AFTER/FIRST lands at the end of the Delta table (pipeline DDL "
+                        "branch)",
+    "no_primary_key": "a table keyed by a NOT NULL unique index: the changefeed sends empty pkNames and the "
+                      "pipeline stops (SchemaError 'has no primary key'); found by the harness, seed 1",
+    "preload_float": "capture: the snapshot reads FLOAT as MariaDB's 6-digit text (123457 for the stored "
+                     "123456.7890625), the binlog has the exact value; found by the harness, seed 1 (size 30,4,20)",
+    "concurrent_snapshot": "capture: the same FLOAT text reaches rows the workload writes while a snapshot runs "
+                           "(seed 1, size 30,4,20, dispatcher ts: 123457.0 for 123456.7890625)",
+    "json_escapes": "capture: JSON written with \\u escapes arrives unescaped ('i\\u00f18' becomes 'iñ8'); MariaDB "
+                    "keeps JSON text as written (seed 2, size 40,8,20, index-value)",
+    "modify_type": "issue 16: MODIFY FLOAT->DOUBLE does not cut the micro-batch, earlier rows' text is re-read as "
+                   "DOUBLE (pipeline DDL branch)",
+}
+CATCH_UP_TIMEOUT_S = 300
+# One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
+# Restarting MariaDB is not built yet: the shared `mysql` fixture has no restart.
+FAULTS = ("changefeed-server", "broker-node", "spark-job")
+
+
+@dataclass
+class SeedReport:
+    seed: int
+    dispatchers: tuple[str, ...]
+    fault: str | None = None
+    fault_detail: str = ""
+    statements: int = 0
+    ddl: int = 0
+    results: dict[str, list[TableResult]] = field(default_factory=dict)  # dispatcher -> per table
+    leftovers: dict[str, list[str]] = field(default_factory=dict)  # dispatcher -> Delta tables MySQL lacks
+    seconds: float = 0.0
+
+    @property
+    def equal(self) -> bool:
+        return all(r.equal for rs in self.results.values() for r in rs) and not any(self.leftovers.values())
+
+    @property
+    def rows_compared(self) -> int:
+        return sum(r.mysql_rows for rs in self.results.values() for r in rs)
+
+    def describe(self) -> str:
+        lines = [f"seed {self.seed}: {self.statements} statements, {self.ddl} DDL, {self.rows_compared} rows "
+                 f"compared under {', '.join(self.dispatchers)}"
+                 f"{f', fault {self.fault} ({self.fault_detail})' if self.fault else ''} in {self.seconds:.0f} s: "
+                 f"{'equal' if self.equal else 'DIFFERENT'}"]
+        for dispatcher, results in self.results.items():
+            for result in results:
+                if not result.equal:
+                    lines.append(f"  [{dispatcher}] {result.table}: {'; '.join(result.schema)} "
+                                 f"{dict(result.counts)}")
+                    lines += [f"    {line}" for line in describe_differences(result, limit=3)]
+            for leftover in self.leftovers.get(dispatcher, []):
+                lines.append(f"  [{dispatcher}] {leftover}")
+        return "\n".join(lines)
+
+
+def changefeed_config(database: str, dispatcher: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {"matcher": [f"{database}.*"], "partition": dispatcher}
+    if dispatcher == "columns":
+        rule["columns"] = ["id"]  # every workload table has an `id` column, never renamed or dropped
+    return {"snapshot-mode": "initial", "filter": {"rules": [f"{database}.*"]},
+            "sink": {"dispatchers": [rule], "enable-tidb-extension": True}}
+
+
+def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds: frozenset[str] = frozenset(KINDS),
+             dispatchers: tuple[str, ...] = DISPATCHERS, nodes: int = 1, transactions: int = 150,
+             ddl_statements: int = 14, preload_rows: int = 60, fault: str | None = None) -> SeedReport:
+    """One seed through the whole chain under each dispatcher; the comparison of every table."""
+    started = time.monotonic()
+    database = f"eq_{seed}"
+    if fault is not None and fault not in FAULTS:
+        raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+    if fault == "broker-node" and nodes < 3:
+        raise ValueError("the broker-node fault needs nodes=3 (replication factor 3 survives one node)")
+    report = SeedReport(seed, dispatchers, fault)
+    workload = plan(Options(seed, database, preload_rows, transactions, ddl_statements, kinds))
+    report.ddl = workload.ddl_count
+    mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
+
+    def connect(db: str | None) -> Any:
+        return mysql.connect(db, autocommit=False)
+
+    stats = run(connect, workload.before, database)
+    brokers = start_brokers(workdir / "broker", nodes=nodes)
+    servers = [ChangefeedServer(workdir / "changefeed")]
+    if fault == "changefeed-server":
+        # Two servers on one metadata database: when the owner dies, the other takes the changefeeds over.
+        servers.append(ChangefeedServer(workdir / "changefeed-b"))
+        for name, server in zip("ab", servers, strict=True):
+            server.service.command += ["--metadata-url", f"sqlite:///{workdir / 'metadata.db'}",
+                                       "--server-id", name, "--lease-ttl", "3"]
+    cdc = servers[0]
+    try:
+        for server in servers:
+            server.start()
+        source = f"mysql://{mysql.user}:{mysql.password}@{mysql.host}:{mysql.port}?tls=false"
+        for dispatcher in dispatchers:
+            config_path = workdir / f"changefeed-{dispatcher}.yaml"
+            config_path.write_text(yaml.safe_dump(changefeed_config(database, dispatcher)), encoding="utf-8")
+            uri = (f"kafka://{brokers.bootstrap}/eq-{seed}-{dispatcher}?partition-num=3&replication-factor="
+                   f"{brokers.replication_factor}&content-compatible=true&enable-tidb-extension=true")
+            cdc.create("--changefeed-id", f"eq-{dispatcher}", "--source", source, "--sink-uri", uri,
+                       "--config", str(config_path), "--start", "now")
+        if "concurrent_snapshot" not in kinds:
+            created = binlog_end(mysql)
+            for dispatcher in dispatchers:
+                _wait_caught_up(servers[0], f"eq-{dispatcher}", created)  # the snapshot is done
+        half = len(workload.after) // 2
+        run(connect, workload.after[:half], database, stats)
+        if fault == "changefeed-server":
+            cdc, report.fault_detail = _kill_owner(servers, f"eq-{dispatchers[0]}")
+        elif fault == "broker-node":
+            report.fault_detail = _kill_busiest_leader(workdir / "broker", brokers.bootstrap, f"eq-{seed}-")
+        run(connect, workload.after[half:], database, stats)
+        report.statements = stats.statements
+        end = binlog_end(mysql)
+        for dispatcher in dispatchers:
+            _wait_caught_up(cdc, f"eq-{dispatcher}", end)
+        for dispatcher in dispatchers:
+            kill_spark = fault == "spark-job" and dispatcher == dispatchers[0]
+            report.results[dispatcher], report.leftovers[dispatcher] = _apply_and_compare(
+                spark, mysql, workdir, brokers.bootstrap, database, f"eq-{seed}-{dispatcher}", dispatcher,
+                kill_spark)
+            if kill_spark:
+                report.fault_detail = "spark-pipeline run killed -9 during micro-batch 0, then run again"
+        for dispatcher in dispatchers:
+            cdc.cli("remove", "-c", f"eq-{dispatcher}")
+    finally:
+        for server in servers:
+            server.stop()
+        brokers.stop()
+    mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _wait_caught_up(cdc: ChangefeedServer, changefeed: str, end: tuple[str, int]) -> None:
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while True:
+        detail, _ = cdc.cli("query", "-c", changefeed, "--simple")
+        if detail["state"] in ("failed", "finished"):
+            raise AssertionError(f"changefeed {changefeed} is {detail['state']}: {detail['error']}")
+        if reached(detail, end):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"changefeed {changefeed} did not reach {end} in {CATCH_UP_TIMEOUT_S} s: {detail}")
+        time.sleep(1)
+
+
+def _kill_owner(servers: list[ChangefeedServer], changefeed: str) -> tuple[ChangefeedServer, str]:
+    """kill -9 the server that owns `changefeed`; the survivor, to talk to from now on."""
+    detail, _ = servers[0].cli("query", "-c", changefeed)
+    owner = "ab".index(detail["owner"]) if detail.get("owner") in ("a", "b") else 0
+    process = servers[owner].service.process
+    assert process is not None
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    return servers[1 - owner], f"owner {detail.get('owner')} (pid {process.pid}) killed -9"
+
+
+def _kill_busiest_leader(broker_dir: Path, bootstrap: str, topic_prefix: str) -> str:
+    """kill -9 the broker node leading the partition with the most records (dev-cluster's cluster.json maps
+    node ids to pids)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eq-harness", "enable.auto.commit": False})
+    try:
+        metadata = consumer.list_topics(timeout=30)
+        sizes = []
+        for name, topic in metadata.topics.items():
+            if name.startswith(topic_prefix):
+                for partition in topic.partitions.values():
+                    _, high = consumer.get_watermark_offsets(TopicPartition(name, partition.id), timeout=30)
+                    sizes.append((high, name, partition.id, partition.leader))
+    finally:
+        consumer.close()
+    high, name, partition, leader = max(sizes)
+    nodes = json.loads((broker_dir / "cluster.json").read_text())["nodes"]
+    pid = next(n["pid"] for n in nodes if n["node_id"] == leader)
+    os.kill(pid, signal.SIGKILL)
+    return f"node {leader} (pid {pid}), leader of {name}-{partition} ({high} records), killed -9"
+
+
+def _kill_spark_mid_batch(config_path: Path, checkpoint: Path, workdir: Path) -> None:
+    """`spark-pipeline run --once` as its own process, killed -9 (its whole process group, the JVM too) once
+    micro-batch 0 has started: its offsets are in the checkpoint, its commit is not."""
+    with (workdir / "spark-killed.log").open("wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "spark_pipelines.cli", "run", "--config", str(config_path),
+                                    "--once"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while not (checkpoint / "offsets" / "0").exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"spark-pipeline run never started a batch (see {workdir / 'spark-killed.log'})")
+            time.sleep(0.2)
+        time.sleep(3)  # into the batch: reading, perhaps merging
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap: str, database: str, topic: str,
+                       dispatcher: str, kill_spark: bool = False) -> tuple[list[TableResult], list[str]]:
+    """The pipeline once over the topic (availableNow), then every MySQL table compared; Delta tables whose
+    MySQL table is gone (dropped, renamed) must hold no live rows."""
+    document = {
+        "source": {"bootstrap_servers": bootstrap, "topics": [topic], "starting_offsets": "earliest"},
+        "target": {"path": str(workdir / f"delta-{dispatcher}"), "scd_type": 1},
+        "tables": {"include": [f"{database}.*"]},
+        "checkpoint": str(workdir / f"checkpoint-{dispatcher}"),
+        "trigger": {"available_now": True},
+    }
+    path = workdir / f"pipeline-{dispatcher}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    config = load_config(path)
+    if kill_spark:
+        _kill_spark_mid_batch(path, workdir / f"checkpoint-{dispatcher}", workdir)
+    query = start_query(spark, read_stream(spark, config.source), config, once=True)
+    query.awaitTermination(timeout=600)
+    if query.isActive:
+        query.stop()
+        raise AssertionError(f"the pipeline for {topic} did not finish in 600 s")
+    if query.exception() is not None:
+        raise AssertionError(f"the pipeline for {topic} failed: {query.exception()}")
+
+    def connect() -> Any:
+        return mysql.connect()
+
+    with mysql.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s ORDER BY 1", (database,))
+        tables = [str(row[0]) for row in cur.fetchall()]
+    results = [verify_table(spark, connect, config, database, table) for table in tables]
+    leftovers = []
+    delta_root = workdir / f"delta-{dispatcher}" / database
+    for directory in sorted(delta_root.iterdir()) if delta_root.exists() else []:
+        if directory.name not in tables and exists(spark, str(directory)):
+            rows = live_rows(spark, str(directory)).count()
+            if rows:
+                leftovers.append(f"Delta table {directory.name} holds {rows} live rows; MySQL has no such table")
+    return results, leftovers
