@@ -36,19 +36,10 @@ DISPATCHERS = ("default", "table", "index-value", "columns", "ts")
 # Features the pipeline does not follow yet: CI leaves these kinds out, each with its reason. Shorten the
 # list when a fix lands (the long command runs every kind and shows what is still broken).
 KNOWN_UNFIXED = {
-    "add_column_default": "issue 16: existing rows get NULL in Delta, not the column's DEFAULT (pipeline DDL branch)",
-    "add_column_after": "issue 16: ADD COLUMN ... AFTER/FIRST lands at the end of the Delta table (pipeline DDL "
-                        "branch)",
     "no_primary_key": "a table keyed by a NOT NULL unique index: the changefeed sends empty pkNames and the "
                       "pipeline stops (SchemaError 'has no primary key'); found by the harness, seed 1",
-    "preload_float": "capture: the snapshot reads FLOAT as MariaDB's 6-digit text (123457 for the stored "
-                     "123456.7890625), the binlog has the exact value; found by the harness, seed 1 (size 30,4,20)",
-    "concurrent_snapshot": "capture: the same FLOAT text reaches rows the workload writes while a snapshot runs "
-                           "(seed 1, size 30,4,20, dispatcher ts: 123457.0 for 123456.7890625)",
     "json_escapes": "capture: JSON written with \\u escapes arrives unescaped ('i\\u00f18' becomes 'iñ8'); MariaDB "
                     "keeps JSON text as written (seed 2, size 40,8,20, index-value)",
-    "modify_type": "issue 16: MODIFY FLOAT->DOUBLE does not cut the micro-batch, earlier rows' text is re-read as "
-                   "DOUBLE (pipeline DDL branch)",
 }
 CATCH_UP_TIMEOUT_S = 300
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).

@@ -31,9 +31,9 @@ class DocumentedAnswers:
 
     ANSWERS: ClassVar[dict[str, Sequence[tuple[Any, ...]]]] = {
         "information_schema.COLUMNS": [
-            ("my_row_id", "bigint", "bigint unsigned", "NO", None, None, None),
-            ("v", "int", "int", "YES", None, None, None),
-            ("note", "varchar", "varchar(20)", "YES", "utf8mb4", "utf8mb4_0900_ai_ci", 20),
+            ("my_row_id", "bigint", "bigint unsigned", "NO", None, None, None, "auto_increment INVISIBLE"),
+            ("v", "int", "int", "YES", None, None, None, ""),
+            ("note", "varchar", "varchar(20)", "YES", "utf8mb4", "utf8mb4_0900_ai_ci", 20, ""),
         ],
         "information_schema.CHECK_CONSTRAINTS": [],
         "information_schema.STATISTICS": [("PRIMARY", "my_row_id")],
