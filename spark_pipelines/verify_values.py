@@ -15,16 +15,19 @@ key TiCDC uses (https://docs.pingcap.com/tidb/stable/ticdc-overview#best-practic
 from __future__ import annotations
 
 import datetime as dt
+import json
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from changefeed.model import TableName
+from changefeed.source.server import json_check_columns
 from spark_pipelines.errors import SchemaError
 from spark_pipelines.schemas import column_type
 
 _INTS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
-_TEXTS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json"}
+_TEXTS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set"}
 _BYTES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
 _EPOCH = dt.datetime(1970, 1, 1)
 _MICRO = dt.timedelta(microseconds=1)
@@ -45,6 +48,8 @@ class SourceColumn:
             return "int"
         if name in ("bit", "decimal", "float", "double", "date", "datetime", "timestamp", "time"):
             return {"decimal": "decimal", "float": "float32", "double": "double"}.get(name, name)
+        if name == "json":
+            return "json"
         if name in _TEXTS:
             return "text"
         if name in _BYTES:
@@ -80,9 +85,13 @@ def describe(cursor: Any, database: str, table: str) -> SourceTable:
     """The table's columns in order and its key, from information_schema; SchemaError without a key."""
     cursor.execute("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS "
                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION", (database, table))
-    columns = tuple(SourceColumn(str(n), str(d), str(t), str(null) == "YES") for n, d, t, null in cursor.fetchall())
-    if not columns:
+    rows = cursor.fetchall()
+    if not rows:
         raise SchemaError(f"table {database}.{table} does not exist in MySQL")
+    # MariaDB's JSON is LONGTEXT with a json_valid check: compared as JSON, as MySQL compares JSON values.
+    json_columns = json_check_columns(cursor, TableName(database, table))
+    columns = tuple(SourceColumn(str(n), "json" if str(n) in json_columns else str(d), str(t), str(null) == "YES")
+                    for n, d, t, null in rows)
     cursor.execute("SELECT INDEX_NAME, COLUMN_NAME, NON_UNIQUE FROM information_schema.STATISTICS "
                    "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s ORDER BY INDEX_NAME = 'PRIMARY' DESC, "
                    "INDEX_NAME, SEQ_IN_INDEX", (database, table))
@@ -132,7 +141,16 @@ def from_mysql(kind: str, value: Any) -> Any:
         return value
     if kind == "bytes":
         return bytes(value)
+    if kind == "json":
+        return canonical_json(value)
     return str(value)
+
+
+def canonical_json(value: Any) -> str:
+    """A JSON document's value as one text: MySQL compares JSON by value (key order, whitespace and escapes
+    such as \\u00f1 for ñ do not count); the changefeed sends it normalised as TiCDC does."""
+    text = value.decode() if isinstance(value, bytes | bytearray) else str(value)
+    return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def spark_select(column: SourceColumn) -> Any:
@@ -159,4 +177,6 @@ def from_delta(kind: str, value: Any) -> Any:
         return bytes(value)
     if kind in ("date", "datetime"):
         return value
+    if kind == "json":
+        return canonical_json(value)
     return str(value)

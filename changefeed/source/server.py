@@ -219,7 +219,7 @@ def fetch_table_info(cur: Any, table: TableName) -> TableInfo | None:
     rows = cur.fetchall()
     if not rows:
         return None
-    json_columns = _json_check_columns(cur, table)
+    json_columns = json_check_columns(cur, table)
     columns = []
     for name, data_type, column_type, nullable, charset, collation, length, extra in rows:
         is_binary = str(data_type).lower() in ("binary", "varbinary") or str(data_type).endswith("blob")
@@ -241,7 +241,7 @@ def fetch_table_info(cur: Any, table: TableName) -> TableInfo | None:
     return TableInfo(table, tuple(columns), primary, tuple(tuple(v) for v in indexes.values()))
 
 
-def _json_check_columns(cur: Any, table: TableName) -> set[str]:
+def json_check_columns(cur: Any, table: TableName) -> set[str]:
     """MariaDB stores JSON as LONGTEXT guarded by CHECK (json_valid(`col`))."""
     try:
         cur.execute("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "

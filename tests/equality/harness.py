@@ -38,8 +38,6 @@ DISPATCHERS = ("default", "table", "index-value", "columns", "ts")
 KNOWN_UNFIXED = {
     "no_primary_key": "a table keyed by a NOT NULL unique index: the changefeed sends empty pkNames and the "
                       "pipeline stops (SchemaError 'has no primary key'); found by the harness, seed 1",
-    "json_escapes": "capture: JSON written with \\u escapes arrives unescaped ('i\\u00f18' becomes 'iñ8'); MariaDB "
-                    "keeps JSON text as written (seed 2, size 40,8,20, index-value)",
 }
 CATCH_UP_TIMEOUT_S = 300
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).

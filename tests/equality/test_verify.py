@@ -116,3 +116,11 @@ def test_float_is_compared_at_single_precision() -> None:
     assert from_mysql("double", 3.14159) == 3.14159
     assert from_mysql("bit", b"\x01\x00") == 256
     assert from_mysql("date", "0000-00-00") is None
+
+
+def test_json_values_compare_by_value_as_mysql_compares_json() -> None:
+    from spark_pipelines.verify_values import canonical_json
+
+    assert canonical_json('{"s": "i\\u00f18", "a": [1, 2]}') == canonical_json('{"a":[1,2],"s":"iñ8"}')
+    assert canonical_json('{"s": "x"}') != canonical_json('{"s": "y"}')
+    assert canonical_json(b'[1, {"b": null}]') == '[1,{"b":null}]'
