@@ -360,18 +360,7 @@ def _rename(r: _Reader, text: str) -> ParsedDDL:
 
 def _clauses(r: _Reader) -> list[list[Token]]:
     """The rest of the statement split at top-level commas (DECIMAL(10,2) stays whole)."""
-    clauses: list[list[Token]] = [[]]
-    depth = 0
-    for token in r.tokens[r.i:]:
-        if token.token_type is TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type is TokenType.R_PAREN:
-            depth -= 1
-        elif token.token_type is TokenType.COMMA and depth == 0:
-            clauses.append([])
-            continue
-        clauses[-1].append(token)
-    return [c for c in clauses if c]
+    return _split_tokens(r.tokens[r.i:])
 
 
 def _alter_table(r: _Reader, text: str) -> ParsedDDL:
