@@ -1,9 +1,11 @@
 """Where a micro-batch's fixed cost goes: the pipeline's batch function on a warm local session, timed
 per phase (no Kafka, no changefeed: the records are built in memory, so only Spark and Delta are measured).
 
-    .venv/bin/python bench/pipeline_phases.py [--batches 5] [--rows 200]
+    .venv/bin/python bench/pipeline_phases.py [--batches 5] [--rows 200] [--tables 3] [--table-rows 0]
 
-Batch 0 creates the table (and warms the JVM); later batches update every key. Prints, per batch, the
+Batch 0 creates the tables (and warms the JVM); later batches update `--rows` keys spread over
+`--tables` tables. `--table-rows N` first loads each table with N rows (one batch of inserts), so the
+cost of a small batch into a large table shows. Prints, per batch, the
 total and the time spent in the MERGE (`merge_latest`), in `ensure_table` and in table-floor lookups; the
 rest is the driver-side scans (bad-message check, DDL scan, table layouts) and the parse.
 """
@@ -42,10 +44,26 @@ def _timed(spent: dict[str, float], name: str, function: Callable[..., Any]) -> 
     return wrapper
 
 
+def _fill(spark: Any, config: PipelineConfig, tables: int, first: int, table_rows: int) -> None:
+    """Append rows `first`..`table_rows` to every table directly (older sequences than any batch), in
+    the layout the pipeline gave it: a large table without pushing millions of messages through."""
+    for n in range(tables):
+        path = config.table_path("shop", f"acct{n}")
+        schema = spark.read.format("delta").load(path).schema
+        rows = spark.range(first, table_rows).selectExpr(
+            "CAST(id AS INT) AS id", "concat('v', id) AS owner",
+            "named_struct('ts', CAST(0 AS BIGINT), 'partition', 0, 'offset', id) AS _lakefeed_seq",
+            "false AS _lakefeed_deleted", "CAST(NULL AS TIMESTAMP) AS _lakefeed_commit_ts")
+        spark.createDataFrame(rows.rdd, schema).write.format("delta").mode("append").save(path)
+    print(f"filled {tables} table(s) to {table_rows} rows each", flush=True)
+
+
 @click.command()
 @click.option("--batches", default=5, show_default=True)
-@click.option("--rows", default=200, show_default=True, help="Changes per batch (one per key).")
-def main(batches: int, rows: int) -> None:
+@click.option("--rows", default=200, show_default=True, help="Changes per batch (one per key), over all tables.")
+@click.option("--tables", default=3, show_default=True, help="Tables the changes are spread over.")
+@click.option("--table-rows", default=0, show_default=True, help="Rows loaded into each table before batch 1.")
+def main(batches: int, rows: int, tables: int, table_rows: int) -> None:
     spent: dict[str, float] = {}
     for name in PHASES:  # the job module's own references, so the job calls the timed versions
         setattr(job, name, _timed(spent, name, getattr(job, name)))
@@ -56,8 +74,10 @@ def main(batches: int, rows: int) -> None:
     try:
         for batch in range(batches):
             kind = "INSERT" if batch == 0 else "UPDATE"
-            changes = [dml("acct", kind, {"id": str(key), "owner": f"v{batch}"}, es=ES + batch * rows + key)
-                       for key in range(rows)]
+            # Updates touch keys spread over the whole table (a stride), as a live source does.
+            stride = max(1, table_rows // -(-rows // tables)) if batch else 1
+            changes = [dml(f"acct{n % tables}", kind, {"id": str((n // tables) * stride), "owner": f"v{batch}"},
+                           es=ES + batch * 10_000_000 + n) for n in range(rows * (tables if batch == 0 else 1))]
             frame = records(spark, changes)
             spent.clear()
             started = time.monotonic()
@@ -65,6 +85,8 @@ def main(batches: int, rows: int) -> None:
             total = time.monotonic() - started
             phases = "  ".join(f"{name} {spent.get(name, 0.0):.2f}s" for name in PHASES)
             print(f"batch {batch}: {total:.2f}s  {phases}  rest {total - sum(spent.values()):.2f}s", flush=True)
+            if batch == 0 and table_rows > rows:
+                _fill(spark, apply.config, tables, rows, table_rows)
     finally:
         spark.stop()
 
