@@ -39,6 +39,9 @@ TABLE_PROPERTIES = {
     # Column mapping lets RENAME/DROP COLUMN follow MySQL without rewriting data files.
     "delta.columnMapping.mode": "name",
     "delta.enableTypeWidening": "true",
+    # A MERGE that changes a few rows of a file marks them deleted in a small side file instead of
+    # rewriting the whole file (Delta "Deletion vectors"); maintenance purges them (io/maintenance.py).
+    "delta.enableDeletionVectors": "true",
 }
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
@@ -141,9 +144,16 @@ def idempotent(spark: Any, txn: Txn | None) -> Iterator[None]:
         spark.conf.unset(TXN_VERSION)
 
 
-def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None) -> None:
-    """MERGE one change per key (see transforms/latest.py) into the table at `path`."""
+def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None,
+                 key_range: tuple[int, int] | None = None) -> None:
+    """MERGE one change per key (see transforms/latest.py) into the table at `path`.
+
+    `key_range` (least, greatest) bounds the first key column of every change: said in the merge
+    condition about the target alone, it lets Delta skip the files whose min/max statistics lie outside
+    it instead of joining the whole table ("data skipping" applies to a MERGE's target-only predicates)."""
     key = " AND ".join(f"t.{q(k)} = s.{q(k)}" for k in shape.primary_key)
+    if key_range is not None:
+        key = f"t.{q(shape.primary_key[0])} BETWEEN {int(key_range[0])} AND {int(key_range[1])} AND {key}"
     newer = f"s.{SEQ} > t.{SEQ}"
     is_delete = f"s.{OP} = '{DELETE}'"
     Assignments = dict[str, str | Column]

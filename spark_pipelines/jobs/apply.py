@@ -17,11 +17,15 @@ changefeed).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -30,21 +34,44 @@ from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
 from spark_pipelines.io.columns import ColumnEditor
-from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest
+from spark_pipelines.io.delta import Txn, ensure_table, exists, idempotent, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
+from spark_pipelines.jobs.failures import is_java_failure, job_group_of, short_failure
 from spark_pipelines.transforms.create_table import created_shape
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
-from spark_pipelines.transforms.rows import changes_of
-from spark_pipelines.transforms.shapes import fold_shapes, shape_rows
+from spark_pipelines.transforms.rows import TableShape, changes_of
+from spark_pipelines.transforms.shapes import fold_shapes, key_ranges, shape_rows
+from spark_pipelines.transforms.summary import BatchSummary, summary_rows
 from spark_pipelines.transforms.table_ddl import final_sources, read_ddl
 
 log = logging.getLogger(__name__)
 CREATE, TRUNCATE, DROP, RENAME, ALTER = "CREATE", "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
 TABLE_DDL = (CREATE, TRUNCATE, DROP, RENAME, ALTER)
 SEGMENTS_PER_BATCH = 10_000  # txnVersion = batch id * this + segment: increasing across batches
+MERGE_THREADS = 8  # tables merged at once: Spark runs jobs from several driver threads side by side
+
+
+def parallel_merges(spark: Any, merges: Sequence[Callable[[], None]], txn: Txn) -> None:
+    """Run the MERGEs of one segment (one table each) from several driver threads, so one table's
+    planning, Delta log reads and commit overlap another's Spark jobs.
+
+    All of them carry the same idempotent-write ids, set once on the session around them: Delta
+    records (txnAppId, txnVersion) per table, so a re-run batch skips exactly the tables it already
+    merged. Every MERGE is awaited; the first failure is raised after them."""
+    with idempotent(spark, txn):
+        if len(merges) == 1:
+            merges[0]()
+            return
+        with ThreadPoolExecutor(max_workers=min(MERGE_THREADS, len(merges)),
+                                thread_name_prefix="lakefeed-merge") as pool:
+            # Each thread runs its jobs in the stream's job group (query.stop() cancels them too).
+            futures = [pool.submit(inheritable_thread_target(merge)) for merge in merges]
+        errors = [error for future in futures if (error := future.exception()) is not None]
+    if errors:
+        raise errors[0]
 
 
 def app_id_for(checkpoint: str) -> str:
@@ -94,6 +121,10 @@ class ApplyBatch:
         self.last_report: BatchReport | None = None  # only the last: a stream runs for months
         self.registered: set[str] = set()  # catalog names this run has made sure of
         self.owners: dict[str, str] = {}  # Delta table path -> the source table writing it
+        # Read from Delta once, then kept between batches: path -> floor, path -> the layout the table
+        # was last made to hold (ensure_table). Forgotten when DDL is applied or a batch fails.
+        self.floors: dict[str, dict[str, int] | None] = {}
+        self.layouts: dict[str, TableShape] = {}
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         spark = records.sparkSession
@@ -101,19 +132,29 @@ class ApplyBatch:
         messages = parse_messages(records).persist()
         try:
             self.last_report = self._apply(spark, messages, batch_id)
+        except BaseException as exc:
+            self._forget()  # the batch may have changed a table half-way: read its state afresh next time
+            if is_java_failure(exc):
+                # Short, so Spark's stop check does not overflow on it (jobs/failures.py).
+                raise short_failure(exc, batch_id, job_group_of(spark)) from None
+            raise
         finally:
             messages.unpersist()
 
+    def _forget(self) -> None:
+        self.floors.clear()
+        self.layouts.clear()
+
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
-        bad = messages.where(~F.col("valid")).select("topic", "partition", "offset", "value").limit(1).collect()
-        if bad:
-            row = bad[0]
+        # One Spark action for every question the driver has about the batch (transforms/summary.py).
+        summary = BatchSummary.of(summary_rows(messages, TABLE_DDL).collect())
+        if summary.bad is not None:
+            row = summary.bad
             raise MessageError(
                 f"{row['topic']}[{row['partition']}]@{row['offset']} is not a canal-JSON change this pipeline "
                 f"can apply: {str(row['value'])[:300]!r}. Fix the producer, or move the query's checkpoint "
                 "past this offset")
-        ddl = schema_changes(messages.where(F.col("is_ddl") & F.col("type").isin(*TABLE_DDL))
-                             .select("database", "table", "type", "sql", SEQ, COMMIT_TS).collect())
+        ddl = schema_changes(list(summary.ddl))
         dml = messages.where(~F.col("is_ddl"))
         tables: set[str] = set()
         low: Any = None
@@ -121,9 +162,13 @@ class ApplyBatch:
             segment = dml if low is None else dml.where(F.col(SEQ) > seq_literal(low))
             if boundary is not None:
                 segment = segment.where(F.col(SEQ) < seq_literal(boundary[SEQ]))
+            # Without schema changes the whole batch is one segment and its layouts are known already;
+            # a segment cut by DDL has its own (rare: one more action per segment).
+            layouts = summary.layouts if not ddl else tuple(shape_rows(segment).collect())
             # One Delta transaction id per segment: a re-run batch skips the merges it already made.
-            tables |= self._merge(spark, segment, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
+            tables |= self._merge(spark, segment, layouts, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
             if boundary is not None:
+                self._forget()  # schema changes rewrite layouts and floors: read them again after
                 tables |= self._apply_ddl(spark, boundary)
                 low = boundary[SEQ]
         log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
@@ -133,29 +178,39 @@ class ApplyBatch:
             maintain(spark, paths, self.config.maintenance, scd_type=self.config.scd_type)
         return BatchReport(batch_id, tuple(sorted(tables)))
 
-    def _merge(self, spark: Any, segment: DataFrame, txn: Txn) -> set[str]:
+    def _merge(self, spark: Any, segment: DataFrame, all_layouts: tuple[Any, ...], txn: Txn) -> set[str]:
         keeps = self.config.tables.keeps
-        layouts = [row for row in shape_rows(segment).collect() if keeps(row["database"], row["table"])]
+        layouts = [row for row in all_layouts if keeps(row["database"], row["table"])]
         # A table created or renamed into this name at its floor: older changes belonged to a table
         # that held the name before (a replay sends them again); neither their rows nor columns apply.
         floors = {name: self._floor(spark, *name) for name in {(r["database"], r["table"]) for r in layouts}}
-        shapes = fold_shapes(row for row in layouts if (floor := floors[(row["database"], row["table"])]) is None
-                             or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"]))
+        kept = [row for row in layouts if (floor := floors[(row["database"], row["table"])]) is None
+                or tuple(row["newest"]) > (floor["ts"], floor["partition"], floor["offset"])]
+        shapes = fold_shapes(kept)
+        ranges = key_ranges(kept, shapes)
+        merges: list[tuple[str, DataFrame, TableShape]] = []
         for (database, table), shape in sorted(shapes.items()):
             path = self.config.table_path(database, table)
             owner = self.owners.setdefault(path, f"{database}.{table}")
             if owner != f"{database}.{table}":
                 raise ConfigError(f"{owner} and {database}.{table} would both write the Delta table {path}; "
                                   "give one of them its own name with tables.rename (or exclude it)")
-            ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
+            if self.layouts.get(path) != shape:  # the table already has every column of this layout
+                ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
+                self.layouts[path] = shape
             changes = changes_of(segment, shape, self.config.source_time_zone)
             if (floor := floors[(database, table)]) is not None:
                 changes = changes.where(F.col(SEQ) > seq_literal(floor))
-            if self.config.scd_type == 2:
+            merges.append((path, changes, shape))
+        if self.config.scd_type == 2:
+            for path, changes, shape in merges:
                 ensure_history_column(spark, path)
                 merge_history(spark, path, changes, shape, txn)
-            else:
-                merge_latest(spark, path, latest_per_key(changes, shape.primary_key), shape, txn)
+        else:
+            parallel_merges(spark, [
+                functools.partial(merge_latest, spark, path, latest_per_key(changes, shape.primary_key), shape,
+                                  key_range=ranges.get((shape.database, shape.table)))
+                for path, changes, shape in merges], txn)
         return {f"{database}.{table}" for database, table in shapes}
 
     def _register(self, spark: Any, tables: set[str]) -> None:
@@ -168,8 +223,12 @@ class ApplyBatch:
                 self.registered.add(name)
 
     def _floor(self, spark: Any, database: str, table: str) -> dict[str, int] | None:
+        """The table's floor, read from Delta once and then remembered: only this job's DDL sets it,
+        and applying DDL forgets what was read (`_forget`)."""
         path = self.config.table_path(database, table)
-        return table_floor(spark, path) if exists(spark, path) else None
+        if path not in self.floors:
+            self.floors[path] = table_floor(spark, path) if exists(spark, path) else None
+        return self.floors[path]
 
     def _apply_ddl(self, spark: Any, ddl: Any) -> set[str]:
         """Apply one schema change; returns the tables ("database.table") whose Delta table it wrote."""

@@ -1,14 +1,15 @@
 """Which tables a batch of messages touches, and their columns, types and keys.
 
 `shape_rows` is the pure DataFrame part; `fold_shapes` turns its few collected rows (one per
-distinct message layout) into TableShapes on the driver.
+distinct message layout) into TableShapes on the driver, and `key_ranges` into the range of the first
+key column the batch touches (so a MERGE reads only the target files whose statistics overlap it).
 """
 
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.errors import SchemaError
@@ -16,17 +17,38 @@ from spark_pipelines.schemas import column_type
 from spark_pipelines.transforms.parse import SEQ
 from spark_pipelines.transforms.rows import TableShape
 
+# Integer digits of any MySQL integer value (BIGINT UNSIGNED has 20) fit a DECIMAL(38,0) exactly.
+_KEY_NUMBER = "decimal(38,0)"
+
 
 def shape_rows(messages: DataFrame) -> DataFrame:
     """One row per (table, layout): database, table, pk (JSON), columns (JSON list in row order),
-    types (JSON object), newest (greatest sequence of a message with that layout)."""
+    types (JSON object), newest (greatest sequence of a message with that layout), key_low / key_high
+    (least and greatest value of the first key column as a number, over the new and, for an UPDATE
+    that changes the key, the old row; NULL when some value is not an integer)."""
     dml = messages.where(F.col("valid") & ~F.col("is_ddl"))
+    first_key = F.col("pk_names")[0]
+    new_key = F.col("row")[first_key]
+    old_key = F.coalesce(F.col("old")[first_key], new_key)
+    new_number, old_number = (_as_key_number(value) for value in (new_key, old_key))
+    # A count of the values that are not integers: any makes the layout's range unknown (NULL).
+    odd = F.sum((new_number.isNull() | old_number.isNull()).cast("int"))
     return dml.groupBy(
         "database", "table",
         F.to_json(F.col("pk_names")).alias("pk"),
         F.to_json(F.map_keys(F.col("row"))).alias("columns"),
         F.to_json(F.col("mysql_types")).alias("types"),
-    ).agg(F.max(SEQ).alias("newest"))
+    ).agg(
+        F.max(SEQ).alias("newest"),
+        F.when(odd == 0, F.min(F.least(new_number, old_number))).alias("key_low"),
+        F.when(odd == 0, F.max(F.greatest(new_number, old_number))).alias("key_high"),
+    )
+
+
+def _as_key_number(value: Column) -> Column:
+    """The integer a key value spells, or NULL (a fraction, text, NULL): only exact integers count."""
+    number = value.try_cast(_KEY_NUMBER)
+    return F.when(value.rlike(r"^-?[0-9]+$"), number)
 
 
 def fold_shapes(rows: Iterable[Any]) -> dict[tuple[str, str], TableShape]:
@@ -60,3 +82,34 @@ def fold_shapes(rows: Iterable[Any]) -> dict[tuple[str, str], TableShape]:
                               "the row data")
         shapes[(database, table)] = TableShape(database, table, tuple(columns.items()), tuple(pk))
     return shapes
+
+
+Name = tuple[str, str]
+
+
+def key_ranges(rows: Iterable[Any], shapes: dict[Name, TableShape]) -> dict[Name, tuple[int, int]]:
+    """(least, greatest) value of each table's first key column in the batch, for tables whose first
+    key column is a MySQL integer type and every layout's range is known. Any key the batch changes
+    lies in the range, so a MERGE may add `first_key BETWEEN least AND greatest` to its condition."""
+    bounds: dict[Name, tuple[int, int] | None] = {}
+    for row in rows:
+        name = (row["database"], row["table"])
+        if name not in shapes:
+            continue
+        low, high = row["key_low"], row["key_high"]
+        known = name not in bounds or bounds[name] is not None
+        if low is None or high is None or not known:
+            bounds[name] = None
+            continue
+        previous = bounds.get(name)
+        bounds[name] = (int(low), int(high)) if previous is None else (min(previous[0], int(low)),
+                                                                       max(previous[1], int(high)))
+    return {name: bound for name, bound in bounds.items()
+            if bound is not None and _integral(shapes[name])}
+
+
+def _integral(shape: TableShape) -> bool:
+    ctype = shape.column_types()[shape.primary_key[0]]
+    spark_type = ctype.spark_type
+    return ctype.kind == "cast" and (spark_type.typeName() in ("byte", "short", "integer", "long")
+                                     or spark_type.simpleString() == "decimal(20,0)")
