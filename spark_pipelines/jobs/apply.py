@@ -61,6 +61,8 @@ def parallel_merges(spark: Any, merges: Sequence[Callable[[], None]], txn: Txn) 
     All of them carry the same idempotent-write ids, set once on the session around them: Delta
     records (txnAppId, txnVersion) per table, so a re-run batch skips exactly the tables it already
     merged. Every MERGE is awaited; the first failure is raised after them."""
+    if not merges:
+        return
     with idempotent(spark, txn):
         if len(merges) == 1:
             merges[0]()
