@@ -70,5 +70,8 @@ def interrupted(exception_lines: list[str], job_group: str | None) -> bool:
 
 def job_group_of(spark: Any) -> str | None:
     """The calling thread's Spark job group: the stream's run id inside foreachBatch."""
-    group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+    try:
+        group = spark.sparkContext.getLocalProperty("spark.jobGroup.id")
+    except Exception:  # the JVM is going away with the query: the failure's text alone decides
+        return None
     return str(group) if group else None
