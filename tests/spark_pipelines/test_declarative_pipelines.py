@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -52,9 +51,6 @@ def run_spark_pipelines(project: Path, timeout: float = 300) -> subprocess.Compl
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.skip(reason="since this round's merges the spark-pipelines Spark Connect server exits before sending "
-                  "its port (JAVA_GATEWAY_EXITED) on this machine; not yet diagnosed - see the closing note. "
-                  "Declarative Pipelines are not offered (docs/spark-declarative-pipelines.md)")
 def test_auto_cdc_flow_cannot_target_delta_while_append_flows_can(kafka: KafkaReference, spark: Any,
                                                                   tmp_path: Path) -> None:
     topic = f"sdp-{uuid.uuid4().hex[:8]}"
