@@ -41,10 +41,30 @@ def _json(schema: Any, description: str) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[str, Any]:
-    texts = {400: "invalid request or definition", 404: "no such changefeed", 409: "exists or wrong state"}
+    texts = {400: "invalid request or definition", 404: "no such changefeed", 409: "exists or wrong state",
+             502: "the pipeline's metrics endpoint did not answer", 503: "the sink's brokers did not answer"}
     return {str(code): _json({"$ref": "#/components/schemas/Error"}, texts[code]) for code in codes}
 
 
+_INTS = {"type": "array", "items": {"type": "integer"}}
+_PARTITION = {"type": "object", "required": ["partition", "leader", "replicas", "isr", "error"], "properties": {
+    "partition": {"type": "integer"}, "leader": {"type": "integer", "description": "-1: no leader (offline)"},
+    "replicas": _INTS, "isr": _INTS, "error": _nullable_str}}
+_SINK_METADATA = {"type": "object", "required": ["bootstrap", "topic", "brokers", "controller_id", "topics"],
+                  "properties": {
+    "bootstrap": {"type": "string"}, "topic": {"type": "string", "description": "the sink URI's topic"},
+    "controller_id": {"type": "integer"},
+    "brokers": {"type": "array", "items": {"type": "object", "required": ["node_id", "host", "port"], "properties": {
+        "node_id": {"type": "integer"}, "host": {"type": "string"}, "port": {"type": "integer"}}}},
+    "topics": {"type": "array", "items": {"type": "object", "required": ["name", "partitions", "error"],
+                                          "properties": {"name": {"type": "string"}, "error": _nullable_str,
+                                                         "partitions": {"type": "array", "items": _PARTITION}}}}}}
+_PIPELINE = {"type": "object", "required": ["configured", "url", "samples"], "properties": {
+    "configured": {"type": "boolean", "description": "false: the server has no --pipeline-metrics-url"},
+    "url": _nullable_str,
+    "samples": {"type": "array", "items": {"type": "object", "required": ["name", "labels", "value"], "properties": {
+        "name": {"type": "string"}, "value": {"type": "number"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}
 _ID = {"name": "cf_id", "in": "path", "required": True, "schema": {"type": "string"}, "example": "cf1"}
 _DETAIL_REF = {"$ref": "#/components/schemas/ChangefeedDetail"}
 
@@ -93,6 +113,16 @@ SPEC: dict[str, Any] = {
             "operationId": "resumeChangefeed",
             "requestBody": _body({"$ref": "#/components/schemas/ResumeRequest"}, required=False),
             "responses": {"200": _json(_DETAIL_REF, "resumed"), **_errors(400, 404, 409)}}},
+        "/api/v2/changefeeds/{cf_id}/sink/metadata": {"parameters": [_ID], "get": {
+            "operationId": "sinkMetadata",
+            "description": "the sink cluster's brokers, topics, partition leaders and ISR (one Kafka Metadata "
+                           "request to the sink URI's bootstrap servers)",
+            "responses": {"200": _json(_SINK_METADATA, "the sink cluster"), **_errors(404, 503)}}},
+        "/api/v2/pipeline/metrics": {"get": {
+            "operationId": "pipelineMetrics",
+            "description": "the Spark pipeline's batches and freshness, read from --pipeline-metrics-url",
+            "responses": {"200": _json(_PIPELINE, "the pipeline's samples, or configured=false"),
+                          **_errors(502)}}},
     },
     "components": {"schemas": {
         "Summary": _SUMMARY,
