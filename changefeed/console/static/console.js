@@ -69,7 +69,7 @@ function push(series, value) {
 }
 
 async function poll() {
-  const listed = await api("GET", "/api/v2/changefeeds");
+  const listed = await api("GET", "/api/v2/changefeeds?all=true");
   const status = document.getElementById("status");
   if (!listed.ok) {
     status.textContent = (listed.body && listed.body.message) || `server answered ${listed.status}`;
