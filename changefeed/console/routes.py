@@ -5,6 +5,9 @@ same POST routes, so the same state rules apply).
 - GET /api/v2/changefeeds/{id}/sink/metadata: brokers, controller, topics, partition leaders, replicas
   and ISR of the changefeed's sink cluster, from one Kafka Metadata request to its bootstrap servers.
 - GET /api/v2/pipeline/metrics: the pipeline's batches and freshness samples, or configured=false.
+
+An unreachable cluster or pipeline is part of what they report (200 with `error` set), not a failure of
+this server: 5xx stays reserved for the server's own faults.
 """
 
 from __future__ import annotations
@@ -41,21 +44,24 @@ def console_routes(store: MetadataStore, pipeline_metrics_url: str | None) -> li
         rec = store.get(cf_id)
         if rec is None:
             return _error(404, "not_found", f"changefeed {cf_id!r} does not exist")
+        config = parse_sink_uri(rec.sink_uri)  # stored only after it parsed at creation or update
         try:
-            config = parse_sink_uri(rec.sink_uri)
-            cluster = await run_in_threadpool(describe_cluster, config)
+            # short: the page polls again soon, and a live cluster answers a Metadata request in milliseconds
+            cluster = await run_in_threadpool(describe_cluster, config, timeout=2.0)
         except SinkError as exc:
-            return _error(503, "sink_unreachable", str(exc))
-        return JSONResponse({"bootstrap": config.bootstrap, "topic": config.topic, **dataclasses.asdict(cluster)})
+            return JSONResponse({"bootstrap": config.bootstrap, "topic": config.topic, "error": str(exc),
+                                 "controller_id": None, "brokers": [], "topics": []})
+        return JSONResponse({"bootstrap": config.bootstrap, "topic": config.topic, "error": None,
+                             **dataclasses.asdict(cluster)})
 
     async def pipeline(_: Request) -> JSONResponse:
         if pipeline_metrics_url is None:
-            return JSONResponse({"configured": False, "url": None, "samples": []})
+            return JSONResponse({"configured": False, "url": None, "error": None, "samples": []})
         try:
             samples = await run_in_threadpool(pipeline_metrics.fetch, pipeline_metrics_url)
         except PipelineMetricsError as exc:
-            return _error(502, "pipeline_unreachable", str(exc))
-        return JSONResponse({"configured": True, "url": pipeline_metrics_url,
+            return JSONResponse({"configured": True, "url": pipeline_metrics_url, "error": str(exc), "samples": []})
+        return JSONResponse({"configured": True, "url": pipeline_metrics_url, "error": None,
                              "samples": [{"name": s.name, "labels": dict(s.labels), "value": s.value}
                                          for s in samples]})
 

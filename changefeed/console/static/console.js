@@ -207,8 +207,9 @@ function renderChangefeed(v) {
   const m = metadata.id === v.id ? metadata.answer : null;
   if (!m) {
     v.parts.cluster.replaceChildren(el("p", { class: "muted" }, "asking the sink's brokers…"));
-  } else if (!m.ok) {
-    v.parts.cluster.replaceChildren(el("p", { class: "bad" }, (m.body && m.body.message) || `answered ${m.status}`));
+  } else if (!m.ok || m.body.error) {
+    const why = m.ok ? m.body.error : (m.body && m.body.message) || `answered ${m.status}`;
+    v.parts.cluster.replaceChildren(el("p", { class: "bad", id: "cluster-error" }, why));
   } else {
     const c = m.body;
     const brokers = table(["broker", "host:port", "role"],

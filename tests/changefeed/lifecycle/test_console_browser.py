@@ -108,10 +108,6 @@ def test_console_in_a_real_browser(
     pipeline_exporter: tuple[str, Any], browser: webdriver.Chrome,
 ) -> None:
     metrics_url, batches = pipeline_exporter
-    started = time.monotonic()
-
-    def mark(what: str) -> None:
-        print(f"{time.monotonic() - started:6.1f} s {what}")
     mysql.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))", database=database)
     server = start_server("s1", None, "--pipeline-metrics-url", metrics_url)
     config = f"filter:\n  rules: ['{database}.*']\n"
@@ -123,7 +119,6 @@ def test_console_in_a_real_browser(
     create(server, changefeed_id="ends", source=source_uri(mysql), sink_uri=f"kafka://{broker.bootstrap}/{topic}-ends",
            config=config, target=target.isoformat())
     insert_rows(mysql, database, range(0, 100))
-    mark('SCREENSHOTS.mkdir(')
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     wait = WebDriverWait(browser, 20, poll_frequency=0.2)
 
@@ -137,7 +132,6 @@ def test_console_in_a_real_browser(
     browser.save_screenshot(str(SCREENSHOTS / "overview.png"))
     assert severe(browser) == []
 
-    mark('# Changefeed page:')
     # Changefeed page: per-table rates, the sink cluster's topics with leader and ISR, its own lag chart.
     browser.get(f"{server.url}/?refresh=0.5#/changefeed/orders")
     wait.until(lambda d: f"{database}.t" in text(d, "#tables") and "100" in text(d, "#tables"))
@@ -153,7 +147,6 @@ def test_console_in_a_real_browser(
     browser.save_screenshot(str(SCREENSHOTS / "changefeed.png"))
     browser.set_window_size(1280, 1000)
 
-    mark('# Pause and Resume')
     # Pause and Resume: the state changes in the API itself.
     browser.find_element(By.ID, "pause").click()
     wait_for(lambda: state(server, "orders") == "stopped", 10, "paused in the API")
@@ -163,7 +156,6 @@ def test_console_in_a_real_browser(
     wait.until(lambda d: text(d, "#feed-state") == "normal" and "resumed" in text(d, "#action-message"))
     assert severe(browser) == []
 
-    mark('# Pipeline page')
     # Pipeline page: its batches, freshness and last batch time.
     browser.get(f"{server.url}/?refresh=0.5#/pipeline")
     wait.until(lambda d: "lakefeed_pipeline_batches_total" in text(d, "#pipeline-samples"))
@@ -177,7 +169,6 @@ def test_console_in_a_real_browser(
     browser.save_screenshot(str(SCREENSHOTS / "pipeline.png"))
     assert severe(browser) == []
 
-    mark('# A refusal')
     # A refusal: the finished changefeed cannot be resumed; the page shows the server's message.
     time.sleep(max(0.0, (target - datetime.datetime.now(datetime.UTC)).total_seconds()) + 1.0)
     insert_rows(mysql, database, range(100, 110))  # committed after the target: ends its run
