@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 import uvicorn
 
+from changefeed.console.pipeline_metrics import check_url
+from changefeed.errors import ConfigError
 from changefeed.lifecycle.api import build_app
 from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.owner import Owner, OwnerSettings
@@ -22,6 +24,13 @@ def _listen(value: str) -> tuple[str, int]:
     if not host or not port.isdigit():
         raise click.BadParameter(f"{value!r} is not HOST:PORT, e.g. 127.0.0.1:8300")
     return host, int(port)
+
+
+def _pipeline_url(_: click.Context, __: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else check_url(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from exc
 
 
 @click.command("server")
@@ -39,9 +48,12 @@ def _listen(value: str) -> tuple[str, int]:
 @click.option("--delivery-timeout-ms", type=int, default=30_000, show_default=True,
               help="how long the producer retries one message before the changefeed backs off")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option("--pipeline-metrics-url", callback=_pipeline_url,
+              help="the Spark pipeline's Prometheus endpoint (spark-pipeline run --metrics-port), e.g. "
+                   "http://127.0.0.1:9464/metrics; the console shows its batches and freshness")
 def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str | None, lease_ttl: float,
            retry_initial: float, retry_max: float, healthy_after: float, delivery_timeout_ms: int,
-           log_level: str) -> None:
+           log_level: str, pipeline_metrics_url: str | None) -> None:
     """Run changefeeds and serve the HTTP API (the CLI's other commands talk to it)."""
     host, port = _listen(listen)
     logging.basicConfig(level=log_level.upper(),
@@ -59,7 +71,8 @@ def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str
     logging.getLogger(__name__).info("server %s: metadata %s, API on %s:%d", owner.server_id,
                                      url.split("@")[-1], host, port)
     try:
-        uvicorn.run(build_app(store, metrics), host=host, port=port, log_level="warning")
+        app = build_app(store, metrics, pipeline_metrics_url=pipeline_metrics_url)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         owner.stop()
         store.close()

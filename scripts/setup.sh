@@ -13,6 +13,9 @@ missing=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# the console's browser test (tests/changefeed/lifecycle/test_console_browser.py) drives Debian's Chromium
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
   missing+=(openjdk-17-jdk-headless)
 fi

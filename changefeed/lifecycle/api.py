@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from changefeed.console.routes import console_routes
 from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.openapi import SPEC
 from changefeed.lifecycle.source_uri import redact
@@ -94,7 +95,8 @@ def _text(body: dict[str, Any], key: str, required: bool = False) -> str | None:
     return value
 
 
-def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = True) -> Starlette:
+def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = True,
+              pipeline_metrics_url: str | None = None) -> Starlette:
     def get_record(cf_id: str) -> ChangefeedRecord | JSONResponse:
         rec = store.get(cf_id)
         return _error(404, "not_found", f"changefeed {cf_id!r} does not exist") if rec is None else rec
@@ -229,4 +231,5 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         Route("/api/v2/changefeeds/{cf_id}/statistics", stats, methods=["GET"]),
         Route("/api/v2/changefeeds/{cf_id}/pause", pause, methods=["POST"]),
         Route("/api/v2/changefeeds/{cf_id}/resume", resume, methods=["POST"]),
+        *console_routes(store, pipeline_metrics_url),  # GET / and the two read-only routes it polls
     ])
