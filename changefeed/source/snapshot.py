@@ -2,13 +2,19 @@
 consistent-snapshot transaction whose binlog position is known, so streaming from exactly that
 position afterwards neither misses nor repeats a change.
 
-MariaDB exposes the binlog position of a consistent snapshot (`binlog_snapshot_file` /
-`binlog_snapshot_position` status), so no lock is needed there; on MySQL the position is taken under a
-short FLUSH TABLES WITH READ LOCK (needs RELOAD).
+The position, the list of tables and every table's schema are read under a short FLUSH TABLES WITH READ
+LOCK (needs RELOAD), released before the rows are read, as Debezium's `snapshot.locking.mode=minimal` does:
+information_schema is not versioned like rows are, so a DDL committed after the snapshot's position but
+before its schemas were read would give the snapshot, and every binlog change between that position and
+the DDL, a schema the rows do not have (columns shifted; a table renamed away skipped). MariaDB also
+exposes the position of a consistent snapshot (`binlog_snapshot_file` / `binlog_snapshot_position`); we
+read it there to be exact. Without RELOAD the snapshot goes on without the lock and logs a warning that a
+DDL during its first moments is not safe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,8 +37,10 @@ from changefeed.source.server_version import binlog_status
 
 log = logging.getLogger(__name__)
 # ER_TABLE_DEF_CHANGED: InnoDB cannot read a table created or rebuilt after the read view opened;
-# ER_NO_SUCH_TABLE: dropped after it was listed. Either way a new snapshot sees a settled list.
-_TABLE_CHANGED = (1412, 1146)
+# ER_NO_SUCH_TABLE: dropped after it was listed; ER_BAD_FIELD_ERROR: a column of the schema read under the
+# lock was dropped or renamed (an instant ALTER) before the table's rows were read. Either way a new
+# snapshot sees a settled list.
+_TABLE_CHANGED = (1412, 1146, 1054)
 
 
 @dataclass(frozen=True)
@@ -61,25 +69,42 @@ def _select_expression(column: Column, key: tuple[str, ...]) -> str:
     return _quote(column.name)
 
 
-def _snapshot_position(cur: Any, settings: ConnectionSettings, is_mariadb: bool) -> Position:
+def _snapshot_position(cur: Any, is_mariadb: bool) -> Position:
+    """Opens the consistent-snapshot transaction on `cur`; the binlog position it is consistent with."""
+    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
     if is_mariadb:
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cur.execute("SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
         status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
         file, pos = status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
         return Position(file, pos, gtid_at(cur, file, pos, True))
-    lock = connect(settings)
-    try:
-        with lock.cursor() as lock_cur:
-            lock_cur.execute("FLUSH TABLES WITH READ LOCK")
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            binlog = binlog_status(lock_cur)
-            lock_cur.execute("UNLOCK TABLES")
-    finally:
-        lock.close()
+    binlog = binlog_status(cur)  # under the global read lock: nothing commits between the two
     if binlog is None:
         raise ServerConfigError("the binlog status is empty: binary logging is off; start with --log-bin")
     return Position(binlog.file, binlog.pos, binlog.executed_gtid_set)
+
+
+@contextlib.contextmanager
+def _global_read_lock(settings: ConnectionSettings, is_mariadb: bool) -> Iterator[None]:
+    """FLUSH TABLES WITH READ LOCK on a connection of its own, held for the block. MySQL needs it for the
+    position; on MariaDB a missing RELOAD privilege (error 1227) only costs the schema guarantee."""
+    lock = connect(settings)
+    try:
+        with lock.cursor() as lock_cur:
+            try:
+                lock_cur.execute("FLUSH TABLES WITH READ LOCK")
+            except Exception as exc:
+                if not (is_mariadb and mysql_error_code(exc) == 1227):
+                    raise
+                log.warning("snapshot without FLUSH TABLES WITH READ LOCK (the user lacks RELOAD): a DDL "
+                            "committed while the snapshot reads its table schemas is not safe; grant RELOAD")
+                yield
+                return
+            try:
+                yield
+            finally:
+                lock_cur.execute("UNLOCK TABLES")
+    finally:
+        lock.close()
 
 
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
@@ -92,17 +117,15 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
         with conn.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            position = _snapshot_position(cur, settings, is_mariadb)
-            cur.execute("SELECT UNIX_TIMESTAMP()")
-            ts = commit_ts(int(cur.fetchone()[0]))
-            log.info("snapshot consistent with binlog %s", position)
+            with _global_read_lock(settings, is_mariadb):
+                position = _snapshot_position(cur, is_mariadb)
+                cur.execute("SELECT UNIX_TIMESTAMP()")
+                ts = commit_ts(int(cur.fetchone()[0]))
+                schemas = [schema for table in list_tables(cur) if change_filter.keeps_table(table)
+                           if (schema := tracker.snapshot_schema(table, position)) is not None]
+            log.info("snapshot consistent with binlog %s: %d table(s)", position, len(schemas))
             total = 0
-            for table in list_tables(cur):
-                if not change_filter.keeps_table(table):
-                    continue
-                schema = tracker.snapshot_schema(table, position)
-                if schema is None:
-                    continue
+            for schema in schemas:
                 for change in _read_table(cur, schema, ts, position, chunk_size, on_progress):
                     total += 1
                     yield change

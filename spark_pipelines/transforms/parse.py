@@ -32,7 +32,7 @@ def sequence(commit_ts: Column, es: Column, partition: Column, offset: Column) -
 
 
 def parse_messages(records: DataFrame) -> DataFrame:
-    """Kafka source rows (topic, partition, offset, value) -> parsed messages.
+    """Kafka source rows (topic, partition, offset, key, value) -> parsed messages.
 
     Columns: topic, partition, offset, value (the raw text, kept so a bad message can be named),
     valid, database, table, type, is_ddl, sql, pk_names, key_names (the columns of the
@@ -42,7 +42,7 @@ def parse_messages(records: DataFrame) -> DataFrame:
     dropped.
     """
     text = F.col("value").cast("string")
-    key = F.col("key").cast("string") if "key" in records.columns else F.lit(None).cast("string")
+    key = F.col("key").cast("string")
     parsed = records.select(
         "topic", "partition", "offset", text.alias("value"),
         F.from_json(text, CANAL_JSON_SCHEMA, {"mode": "PERMISSIVE"}).alias("m"),

@@ -24,6 +24,7 @@ import yaml
 from services import ChangefeedServer, binlog_end, reached, start_brokers
 
 from lakefeed_testing import MySQLServer
+from lakefeed_testing.mysql import LocalMariaDB
 from lakefeed_testing.random_workload import KINDS, Options, plan, run
 from spark_pipelines.config import load_config
 from spark_pipelines.io.delta import exists, live_rows
@@ -45,8 +46,9 @@ KNOWN_UNFIXED = {
 }
 CATCH_UP_TIMEOUT_S = 300
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
-# Restarting MariaDB is not built yet: the shared `mysql` fixture has no restart.
-FAULTS = ("changefeed-server", "broker-node", "spark-job")
+# "mariadb" kills -9 the source and starts it again on its data directory (a private MariaDB for that run,
+# not the shared fixture): the changefeed must reconnect and resume from its checkpoint.
+FAULTS = ("changefeed-server", "broker-node", "spark-job", "mariadb")
 
 
 @dataclass
@@ -98,12 +100,29 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
              ddl_statements: int = 14, preload_rows: int = 60, fault: str | None = None) -> SeedReport:
     """One seed through the whole chain under each dispatcher; the comparison of every table."""
     started = time.monotonic()
-    database = f"eq_{seed}"
     if fault is not None and fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
     if fault == "broker-node" and nodes < 3:
         raise ValueError("the broker-node fault needs nodes=3 (replication factor 3 survives one node)")
     report = SeedReport(seed, dispatchers, fault)
+    private = LocalMariaDB() if fault == "mariadb" else None
+    if private is not None:
+        mysql = private.start()
+    try:
+        _run_seed(mysql, spark, workdir, seed, report, private, kinds=kinds, dispatchers=dispatchers, nodes=nodes,
+                  transactions=transactions, ddl_statements=ddl_statements, preload_rows=preload_rows)
+    finally:
+        if private is not None:
+            private.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, report: SeedReport,
+              private: LocalMariaDB | None, *, kinds: frozenset[str], dispatchers: tuple[str, ...], nodes: int,
+              transactions: int, ddl_statements: int, preload_rows: int) -> None:
+    database = f"eq_{seed}"
+    fault = report.fault
     workload = plan(Options(seed, database, preload_rows, transactions, ddl_statements, kinds))
     report.ddl = workload.ddl_count
     mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
@@ -142,6 +161,12 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
             cdc, report.fault_detail = _kill_owner(servers, f"eq-{dispatchers[0]}")
         elif fault == "broker-node":
             report.fault_detail = _kill_busiest_leader(workdir / "broker", brokers.bootstrap, f"eq-{seed}-")
+        elif private is not None:
+            pid = private.process.pid if private.process else None
+            private.kill()
+            time.sleep(2)  # the changefeed sees the connection drop and backs off
+            private.start()
+            report.fault_detail = f"mariadbd (pid {pid}) killed -9 and started again on its data directory"
         run(connect, workload.after[half:], database, stats)
         report.statements = stats.statements
         end = binlog_end(mysql)
@@ -161,8 +186,6 @@ def run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, *, kinds:
             server.stop()
         brokers.stop()
     mysql.execute(f"DROP DATABASE IF EXISTS `{database}`")
-    report.seconds = time.monotonic() - started
-    return report
 
 
 def _wait_caught_up(cdc: ChangefeedServer, changefeed: str, end: tuple[str, int]) -> None:
