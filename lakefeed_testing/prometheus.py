@@ -33,7 +33,7 @@ class Scrape:
 
 
 def scrape(url: str, timeout: float = 5.0) -> Scrape:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - a test's own 127.0.0.1 URL
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         text = response.read().decode()
     samples: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
     families: set[str] = set()
