@@ -146,6 +146,9 @@ class Owner:
         runner = self.factory(spec)
         runner.start()
         self._reported.add(rec.id)
+        # Counters exist from the start at 0, so rate()/increase() see the first error (Prometheus practice).
+        self.metrics.sink_errors.labels(rec.id)
+        self.metrics.retries.labels(rec.id)
         if rec.state is State.WARNING:
             self.metrics.retries.labels(rec.id).inc()
         log.info("changefeed %s: started on %s (state %s)", rec.id, self.server_id, rec.state)
