@@ -165,6 +165,7 @@ class _StateCollector(Collector):
             is_active = cluster.active_controller() == cluster.node_id
             active.add_metric([], 1 if is_active else 0)
             offline.add_metric([], _offline_partitions(cluster) if is_active else 0)
+        # The partition logs this broker has open (BrokerState keeps them in `_logs`; reading, never changing).
         for (topic, partition), plog in list(state._logs.items()):
             labels = [topic, str(partition)]
             segments = getattr(plog, "segments", None)  # the disk log; the in-memory test log has none
