@@ -48,6 +48,8 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "log.message.timestamp.type": "CreateTime",
         "min.insync.replicas": "1",
         "cluster.id": "lakefeed-broker-cluster",
+        # Not a Kafka property (Kafka exports JMX): the port of our Prometheus endpoint; -1 serves none.
+        "metrics.port": "-1",
         # Cluster membership: a node joins a cluster when controller.quorum.voters is set.
         "controller.quorum.voters": "",
         "process.roles": "broker",

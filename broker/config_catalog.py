@@ -163,6 +163,8 @@ _BROKER_LIST = (
     _broker("offsets.topic.replication.factor", _SH, "Replication factor of __consumer_offsets.", minimum=1),
     _broker("log.retention.check.interval.ms", _L, "How often retention and compaction run.", minimum=1),
     _broker("cluster.id", _S, "The cluster id reported to clients."),
+    _broker("metrics.port", _I, "Port of the Prometheus /metrics endpoint on the listener's host (-1: none).",
+            minimum=-1, maximum=65535),
     _broker("controller.quorum.voters", _S, "ID@HOST:PORT of every controller voter; set: a cluster node."),
     _broker("process.roles", _LI, "broker, or broker,controller for a voter.", choices=("broker", "controller")),
     _broker("broker.rack", _S, "Rack of this node, for replica placement."),

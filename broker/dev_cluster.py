@@ -6,6 +6,9 @@ are voters (`process.roles=broker,controller`); the rest are plain brokers. Ever
 `controller.quorum.voters`, so it is a clustered node; with N >= 3 the topic defaults are Kafka's durable
 ones (RF 3, min.insync.replicas 2) unless `--set` says otherwise.
 
+With `metrics_port=M` (`--metrics-port M`) node i also serves Prometheus metrics on 127.0.0.1:M+i-1
+(`metrics.port`, docs/broker.md#metrics).
+
 `DIR/cluster.json` lists each node's id, ports, pid and data dir. `run_foreground` (the click command
 `broker dev-cluster`) stops every node on Ctrl-C/SIGTERM; a node that dies is reported and the others keep
 running (`--restart` starts it again). Tests drive the same class and use `kill`/`restart`/`pause`/`resume`
@@ -49,6 +52,7 @@ class NodeInfo:
     controller_port: int | None  # None: a broker-only node (no controller listener)
     pid: int
     data_dir: str
+    metrics_port: int | None = None  # None: the node serves no metrics
 
 
 class DevCluster:
@@ -60,6 +64,7 @@ class DevCluster:
         rack_count: int | None = None,
         settings: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        metrics_port: int | None = None,
     ) -> None:
         if nodes < 1:
             raise DevClusterError(f"--nodes must be at least 1, got {nodes}")
@@ -67,6 +72,8 @@ class DevCluster:
             raise DevClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports in 1024..65535")
         if rack_count is not None and rack_count < 1:
             raise DevClusterError(f"--rack-count must be at least 1, got {rack_count}")
+        if metrics_port is not None and not 1024 <= metrics_port <= 65536 - nodes:
+            raise DevClusterError(f"--metrics-port {metrics_port} leaves no room for {nodes} ports in 1024..65535")
         # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
         check_broker_properties(settings or {})
         self.nodes = nodes
@@ -76,6 +83,7 @@ class DevCluster:
         self.rack_count = rack_count
         self.settings = dict(settings or {})
         self.extra_args = extra_args
+        self.metrics_base_port = metrics_port
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
@@ -92,6 +100,9 @@ class DevCluster:
 
     def port(self, node_id: int) -> int:
         return self.base_port + node_id - 1
+
+    def metrics_port(self, node_id: int) -> int | None:
+        return None if self.metrics_base_port is None else self.metrics_base_port + node_id - 1
 
     def controller_port(self, node_id: int) -> int:
         return self.base_port + self.nodes + node_id - 1
@@ -110,6 +121,9 @@ class DevCluster:
             props["broker.rack"] = f"rack-{node_id % self.rack_count}"
         if self.nodes >= 3:
             props.update(DURABLE_DEFAULTS)
+        metrics_port = self.metrics_port(node_id)
+        if metrics_port is not None:
+            props["metrics.port"] = str(metrics_port)
         props.update(self.settings)
         return props
 
@@ -167,7 +181,7 @@ class DevCluster:
     def infos(self) -> list[NodeInfo]:
         return [
             NodeInfo(n, self.port(n), self.controller_port(n) if n in self.voters else None, p.pid,
-                     str(self.data_dir / f"node-{n}"))
+                     str(self.data_dir / f"node-{n}"), self.metrics_port(n))
             for n, p in sorted(self.procs.items())
         ]  # fmt: skip
 

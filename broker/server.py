@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -27,7 +28,8 @@ from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
 from broker.log_store import LogStore
-from broker.protocol.apis import API_VERSIONS_KEY
+from broker.metrics import BrokerMetrics, MetricsEndpoint
+from broker.protocol.apis import API_VERSIONS_KEY, SUPPORTED
 from broker.protocol.errors import FrameError
 from broker.protocol.framing import (
     RequestReceived,
@@ -78,9 +80,18 @@ class BrokerServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_request_bytes = config.int("socket.request.max.bytes")
         self.memory = MemoryPool(config.int("queued.max.request.bytes"))
+        self.metrics = BrokerMetrics(self.state)
+        metrics_port = config.int("metrics.port")
+        self.metrics_endpoint = (
+            MetricsEndpoint(self.metrics, config.listener.host, metrics_port) if metrics_port >= 0 else None
+        )
 
     async def start(self) -> None:
         listener = self.config.listener
+        if self.state.cluster is not None:
+            self.state.cluster.replicas.isr_listener = self.metrics.on_isr_change
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.start()
         self._server = await asyncio.start_server(
             self._serve_connection, listener.host, listener.port, limit=_STREAM_LIMIT
         )
@@ -91,6 +102,8 @@ class BrokerServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.close()
         await cancel_and_wait(list(self._tasks), 5.0, "broker shutdown")
         self.state.store.close()
         log.info("stopped")
@@ -165,7 +178,10 @@ class BrokerServer:
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
         handler = HANDLERS[header.api_key]
+        started = time.perf_counter()
         response = await handler(self.state, Request(header, event.body, host))
+        self.metrics.observe_request(SUPPORTED[header.api_key].name, event.body, response,
+                                     time.perf_counter() - started)
         if response is None:
             return None
         return encode_response(header.correlation_id, response)

@@ -8,6 +8,7 @@ every partition of every topic seen.
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ class Delivery:
         large_message_handle: str = "none",
         claim_check: FileClaimCheckStorage | None = None,
         on_failure: Callable[[], None] | None = None,
+        on_latency: Callable[[float], None] | None = None,
     ) -> None:
         if large_message_handle == "claim-check" and claim_check is None:
             raise ChangefeedError("large-message-handle=claim-check needs a claim-check storage")
@@ -68,6 +70,7 @@ class Delivery:
         # Called from the sink's thread on the first failed delivery, so a runner can stop a capture
         # that is waiting for new binlog events instead of noticing only at the next event.
         self.on_failure = on_failure
+        self.on_latency = on_latency  # send-to-acknowledgement seconds of each message (metrics)
         self.tracker = MessageAckTracker(start)
         self.stats = DeliveryStats()
         self._lock = threading.Lock()
@@ -137,10 +140,13 @@ class Delivery:
     def _send(self, topic: str, partition: int, encoded: Encoded) -> None:
         seq = self.tracker.sent()
         message = Message(topic, partition, encoded.key, encoded.value)
+        sent_at = time.monotonic()
 
         def on_ack(_message: Message, error: SinkError | None) -> None:
             if error is None:
                 self.tracker.acked(seq)
+                if self.on_latency is not None:
+                    self.on_latency(time.monotonic() - sent_at)
             else:
                 log.error("delivery to %s[%d] failed: %s", topic, partition, error)
                 self.tracker.failed(error)

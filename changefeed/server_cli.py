@@ -16,6 +16,7 @@ from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.owner import Owner, OwnerSettings
 from changefeed.lifecycle.runner import PipelineRunner
 from changefeed.lifecycle.store import MetadataStore
+from lakefeed_common import logs
 from sink.retry import Backoff
 
 
@@ -47,23 +48,28 @@ def _pipeline_url(_: click.Context, __: click.Parameter, value: str | None) -> s
               help="seconds without error after which a warning changefeed is normal again")
 @click.option("--delivery-timeout-ms", type=int, default=30_000, show_default=True,
               help="how long the producer retries one message before the changefeed backs off")
+@click.option("--binlog-probe-interval", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="seconds between reads of each source's binlog head for changefeed_source_binlog_behind_bytes "
+                   "(0: off)")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.option("--pipeline-metrics-url", callback=_pipeline_url,
               help="the Spark pipeline's Prometheus endpoint (spark-pipeline run --metrics-port), e.g. "
                    "http://127.0.0.1:9464/metrics; the console shows its batches and freshness")
+@click.option("--log-format", type=click.Choice(logs.LOG_FORMATS), default="text", show_default=True,
+              help="log lines as text or as JSON objects (docs/configuration.md#logging)")
 def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str | None, lease_ttl: float,
            retry_initial: float, retry_max: float, healthy_after: float, delivery_timeout_ms: int,
-           log_level: str, pipeline_metrics_url: str | None) -> None:
+           binlog_probe_interval: float, log_level: str, pipeline_metrics_url: str | None, log_format: str) -> None:
     """Run changefeeds and serve the HTTP API (the CLI's other commands talk to it)."""
     host, port = _listen(listen)
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s")
+    logs.configure(log_level, log_format)
     data_dir.mkdir(parents=True, exist_ok=True)
     url = metadata_url or f"sqlite:///{data_dir.resolve() / 'metadata.db'}"
     store = MetadataStore(url)
     metrics = Metrics()
     settings = OwnerSettings(lease_ttl=lease_ttl, backoff=Backoff(retry_initial, retry_max),
-                             healthy_after=healthy_after, delivery_timeout_ms=delivery_timeout_ms)
+                             healthy_after=healthy_after, delivery_timeout_ms=delivery_timeout_ms,
+                             binlog_probe_interval=binlog_probe_interval)
     if server_id:
         settings = dataclasses.replace(settings, server_id=server_id)
     owner = Owner(store, url, PipelineRunner, settings, metrics)

@@ -40,7 +40,8 @@ def wait_cluster_formed(cluster: DevCluster, count: int | None = None, timeout: 
 def own_cluster(
     root: Path, nodes: int = 3, settings: dict[str, str] | None = None, timeout: float = 30
 ) -> Iterator[DevCluster]:
-    cluster = DevCluster(nodes, root, free_port_block(2 * nodes), settings=settings)
+    base = free_port_block(3 * nodes)  # Kafka, controller and metrics ports (dev-cluster's layout)
+    cluster = DevCluster(nodes, root, base, settings=settings, metrics_port=base + 2 * nodes)
     cluster.start()
     try:
         wait_cluster_formed(cluster, timeout=timeout)

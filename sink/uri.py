@@ -5,6 +5,7 @@
 Parameter names and defaults follow TiCDC's Kafka sink, so existing URIs keep working.
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,9 @@ class KafkaSinkConfig:
             "client.id": self.kafka_client_id,
             "socket.connection.setup.timeout.ms": self.dial_timeout_ms,
             "socket.timeout.ms": max(self.read_timeout_ms, self.write_timeout_ms),
+            # librdkafka's log lines go to this Python logger (served by the clients' poll) instead of
+            # raw `%3|...` lines on stderr, so they share the process's log format (lakefeed_common.logs).
+            "logger": logging.getLogger("librdkafka"),
         }
         tls = self.enable_tls or any((self.ca, self.cert, self.key))
         if self.sasl_mechanism:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.replication.errors import (
@@ -33,6 +34,8 @@ class ReplicaManager:
     # The high watermark a follower last heard from its leader; where a new leader starts from.
     follower_hw: dict[TopicPartition, int] = field(default_factory=dict)
     purgatory: Purgatory[asyncio.Future[None]] = field(default_factory=Purgatory)
+    # Told (old ISR, new ISR) when the controller's ISR change for a partition led here is applied (metrics).
+    isr_listener: Callable[[tuple[int, ...], tuple[int, ...]], None] | None = None
 
     def is_leader(self, tp: TopicPartition) -> bool:
         return tp in self.leaders
@@ -53,6 +56,8 @@ class ReplicaManager:
     ) -> PartitionReplication:
         repl = self.leaders.get(tp)
         if repl is not None and repl.leader_epoch == epoch:
+            if self.isr_listener is not None and set(isr) != set(repl.isr):
+                self.isr_listener(repl.isr, isr)
             repl.apply_leader_and_isr(epoch, isr)
             repl.min_insync_replicas = min_insync
             self._complete(tp)

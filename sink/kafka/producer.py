@@ -84,6 +84,11 @@ class KafkaSink:
         self._poller.start()
 
     @property
+    def in_flight_bytes(self) -> int:
+        """Bytes of messages sent and not yet acknowledged, bounded by the memory quota."""
+        return self._in_flight_bytes
+
+    @property
     def in_flight(self) -> int:
         return self._in_flight
 

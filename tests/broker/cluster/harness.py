@@ -36,6 +36,7 @@ class Cluster:
     active_controller: Callable[[], int | None]
     wait_formed: Callable[[], None]
     data_dir: Callable[[int], Path]  # a node's log dir: partitions in Kafka's layout, for storage damage
+    metrics_url: Callable[[int], str | None] = lambda _: None  # a node's Prometheus endpoint (ours only)
 
     @property
     def node_ids(self) -> list[int]:
@@ -59,7 +60,7 @@ def _ours(dev: DevCluster) -> Cluster:
     return Cluster(
         "ours", dev.bootstrap_servers(), {n: dev.port(n) for n in dev.node_ids}, dev.kill, dev.restart,
         dev.pause, dev.resume, dev.alive, dev.active_controller, lambda: wait_cluster_formed(dev, timeout=30),
-        lambda n: dev.data_dir / f"node-{n}",
+        lambda n: dev.data_dir / f"node-{n}", lambda n: f"http://127.0.0.1:{dev.metrics_port(n)}/metrics",
     )  # fmt: skip
 
 
