@@ -88,7 +88,7 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
         spark_conf.set(key, value)
     output = JvmOutput.start()
     try:
-        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": output.fd, "stderr": output.fd})
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": output.fd, "stderr": output.fd})  # type: ignore[no-untyped-call]
     finally:
         output.launched()
     SparkContext(conf=spark_conf, gateway=gateway)
