@@ -22,7 +22,8 @@ _LOG4J = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERRO
 _LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
            "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 # Said at every start of a local session and harmless: shown only with --verbose.
-_ROUTINE = ("NativeCodeLoader", "Utils", "SparkContext", "SparkSession", "ResolveWriteToStream", "SparkStringUtils")
+_ROUTINE = ("NativeCodeLoader", "Utils", "SparkContext", "SparkSession", "ResolveWriteToStream", "SparkStringUtils",
+            "MapPartitionsRDD")
 
 
 def relay_line(line: str) -> None:

@@ -75,7 +75,7 @@ def test_catalog_target_keeps_every_row_across_runs(broker: OwnBroker, spark: An
     for first, last in ((1, 6), (7, 7)):
         _produce(broker, topic, _acct(first, last))
         result = subprocess.run([sys.executable, "-m", "spark_pipelines.cli", "run", "--config", str(config),
-                                 "--once"], capture_output=True, text=True, timeout=180, env=env)
+                                 "--once"], capture_output=True, text=True, timeout=400, env=env)
         assert result.returncode == 0, result.stderr
         outputs.append(result.stderr)
     table = spark.read.format("delta").load(str(warehouse / "lake.db" / "acct"))
