@@ -76,12 +76,16 @@ def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServ
 
 
 def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]) -> dict[str, Any]:
-    """Poll `changefeed statistics`/`query` until the checkpoint reaches the binlog end; show progress."""
+    """Poll `changefeed query`/`statistics` until the checkpoint reaches the binlog end; show progress.
+
+    `query` comes first: the server stores a changefeed's statistics together with (and counted no
+    earlier than) its checkpoint, so statistics read after a checkpoint at the end count every row up to
+    it. Read the other way round, the last table shown predates the checkpoint that ends the wait."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     with Live(console=console.rich, refresh_per_second=2, transient=False) as live:
         while True:
-            stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
             detail, _ = cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")
+            stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
             live.update(caught_up_view(stats, detail, end))
             if detail["state"] in ("failed", "finished"):
                 raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -34,6 +35,7 @@ from spark_pipelines.io.delta import Txn, ensure_table, exists, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
+from spark_pipelines.transforms.counts import per_table
 from spark_pipelines.transforms.create_table import created_shape
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
@@ -57,6 +59,10 @@ def app_id_for(checkpoint: str) -> str:
 class BatchReport:
     batch_id: int
     tables: tuple[str, ...]
+    # Row changes of the batch per source table the config keeps (a replayed change counts, although
+    # the sequence guard makes it change nothing), and the newest commit time it carried (epoch ms).
+    rows: tuple[tuple[str, int], ...] = ()
+    newest_commit_ms: int | None = None
 
 
 def _relevant(ddl: Any) -> bool:
@@ -88,21 +94,39 @@ def schema_changes(rows: list[Any]) -> list[Any]:
 class ApplyBatch:
     """The foreachBatch function of the pipeline."""
 
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, on_batch: Callable[[BatchReport], None] | None = None) -> None:
         self.config = config
         self.app_id = app_id_for(config.checkpoint)
         self.last_report: BatchReport | None = None  # only the last: a stream runs for months
+        self.on_batch = on_batch  # told each batch's report (the command line's progress and metrics)
+        # The batch's own exception: Spark hands the driver only its text, inside a Py4J trace.
+        self.failure: BaseException | None = None
         self.registered: set[str] = set()  # catalog names this run has made sure of
         self.owners: dict[str, str] = {}  # Delta table path -> the source table writing it
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
-        spark = records.sparkSession
-        self.config = resolve_locations(spark, self.config)
-        messages = parse_messages(records).persist()
         try:
-            self.last_report = self._apply(spark, messages, batch_id)
-        finally:
-            messages.unpersist()
+            spark = records.sparkSession
+            self.config = resolve_locations(spark, self.config)
+            messages = parse_messages(records).persist()
+            try:
+                report = self._apply(spark, messages, batch_id)
+                self.last_report = self._counted(report, messages)
+            finally:
+                messages.unpersist()
+        except BaseException as exc:
+            self.failure = exc
+            raise
+        if self.on_batch is not None:
+            self.on_batch(self.last_report)
+
+    def _counted(self, report: BatchReport, messages: DataFrame) -> BatchReport:
+        keeps = self.config.tables.keeps
+        counted = [row for row in per_table(messages).collect()
+                   if row["table"] is None or keeps(row["database"], row["table"])]
+        rows = {f"{r['database']}.{r['table']}": r["rows"] for r in counted if not r["is_ddl"]}
+        newest = max((r["newest_ms"] for r in counted if r["newest_ms"] is not None), default=None)
+        return replace(report, rows=tuple(sorted(rows.items())), newest_commit_ms=newest)
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
         bad = messages.where(~F.col("valid")).select("topic", "partition", "offset", "value").limit(1).collect()
@@ -126,7 +150,7 @@ class ApplyBatch:
             if boundary is not None:
                 tables |= self._apply_ddl(spark, boundary)
                 low = boundary[SEQ]
-        log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
+        log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
         self._register(spark, tables)
         if self.config.maintenance.due(batch_id):
             paths = sorted({self.config.table_path(*name.split(".", 1)) for name in tables})
@@ -228,9 +252,11 @@ class ApplyBatch:
         return {f"{n.schema}.{n.table}" for n in holds if path(n) in written}
 
 
-def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False) -> Any:
-    """Start the streaming query; `once` (or trigger available_now) processes what is there and stops."""
-    writer = (records.writeStream.foreachBatch(ApplyBatch(config))
+def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False,
+                batch: ApplyBatch | None = None) -> Any:
+    """Start the streaming query; `once` (or trigger available_now) processes what is there and stops.
+    `batch`: the batch function to run (default a new ApplyBatch), for a caller that reads its reports."""
+    writer = (records.writeStream.foreachBatch(batch or ApplyBatch(config))
               .option("checkpointLocation", config.checkpoint).queryName("lakefeed-apply"))
     if once or config.available_now:
         writer = writer.trigger(availableNow=True)

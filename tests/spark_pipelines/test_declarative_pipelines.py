@@ -17,8 +17,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing import KafkaReference
-from lakefeed_testing.spark import package_conf
 from lakefeed_testing.spark_cluster import spark_home
+from spark_pipelines.packages import package_conf
 from tests.spark_pipelines.canal import dml
 
 ROOT = Path(__file__).resolve().parents[2]
