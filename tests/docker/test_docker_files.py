@@ -192,7 +192,7 @@ def test_health_checks_gate_dependents_and_everything_restarts() -> None:
 def test_pipeline_jar_cache_is_a_volume() -> None:
     instructions = _instructions(DOCKER / "Dockerfile.pipeline")
     env = dict(rest.split("=", 1) for word, rest in instructions if word == "ENV")
-    cache = env["LAKEFEED_CACHE"]  # lakefeed_testing.paths.cache_dir(): the Ivy cache and jars live there
+    cache = env["LAKEFEED_CACHE"]  # spark_pipelines.packages: the Ivy cache and jars live there
     compose = _compose()
     mounts = {m.split(":")[1]: m.split(":")[0] for m in compose["services"]["pipeline"]["volumes"]}
     assert cache in mounts and mounts[cache] in compose["volumes"], "no named volume for the jar cache"
