@@ -36,13 +36,10 @@ from spark_pipelines.verify_report import describe_differences
 DISPATCHERS = ("default", "table", "index-value", "columns", "ts")
 # Features the pipeline does not follow yet: CI leaves these kinds out, each with its reason. Shorten the
 # list when a fix lands (the long command runs every kind and shows what is still broken).
-KNOWN_UNFIXED = {
-    "no_primary_key": "a table keyed by a NOT NULL unique index: the changefeed sends empty pkNames and the "
-                      "pipeline stops (SchemaError 'has no primary key'); found by the harness, seed 1",
-    "concurrent_snapshot": "a snapshot running while the workload writes: under the ts dispatcher a snapshot row "
-                           "and a concurrent binlog change of the same key are ordered by commit ts, and the "
-                           "snapshot's can win (seed 1, size 30,4,20: eq_1.binaries id 5 deleted in MySQL, live "
-                           "in Delta; eq_1.numbers missing); the FLOAT part of this kind is fixed",
+KNOWN_UNFIXED: dict[str, str] = {
+    # Fixed, with their regression tests: "no_primary_key" (tests/spark_pipelines/transforms/test_shapes.py, keyed
+    # by the message key) and "concurrent_snapshot" (tests/changefeed/source/test_snapshot.py, schemas read
+    # under the snapshot's global read lock).
 }
 CATCH_UP_TIMEOUT_S = 300
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).

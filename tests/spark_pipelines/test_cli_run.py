@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lakefeed_testing.net import free_port
 from lakefeed_testing.own_broker import OwnBroker
 from spark_pipelines.cli import main as pipeline_cli
+from tests.ops.test_ops_live import PIPELINE_METRICS
 from tests.spark_pipelines.canal import dml
 
 ES = 1_700_000_000_000
@@ -124,12 +125,16 @@ def test_batch_lines_metrics_and_a_failed_batch(broker: OwnBroker, spark: Any, t
                    "lakefeed_pipeline_batch_duration_seconds_count 1.0", "lakefeed_pipeline_freshness_seconds ",
                    "lakefeed_pipeline_last_batch_timestamp_seconds "):
         assert sample in metrics, sample
+    # ops/'s dashboard and alerts use these (tests/ops/test_ops_live.py checks ops/ against this list)
+    served = {line.split("{")[0].split(" ")[0] for line in metrics.splitlines() if not line.startswith("#")}
+    assert served >= PIPELINE_METRICS, sorted(PIPELINE_METRICS - served)
 
     _produce(broker, topic, [dml("nopk", "INSERT", {"id": "1", "owner": "x"}, pk=(), es=ES + 10)])
     failed = CliRunner().invoke(pipeline_cli, ["run", "--config", str(config), "--once"])
     assert failed.exit_code == 1
     errors = [line for line in failed.stderr.splitlines() if "error" in line.lower()]
-    assert errors == ["error: the pipeline stopped: SchemaError: table shop.nopk has no primary key (pkNames is "
-                      "empty); the pipeline merges by key, so add a primary key in MySQL or exclude the table"], \
-        failed.stderr
+    assert errors == ["error: the pipeline stopped: SchemaError: table shop.nopk has no primary key and no unique "
+                      "key on NOT NULL columns (pkNames and the message key name none), so its rows cannot be "
+                      "identified; add a primary key in MySQL, or exclude the table (tables.exclude), or send "
+                      "message-key=handle-key"], failed.stderr
     assert "Python Proxy" not in failed.stderr and "Traceback" not in failed.stderr
