@@ -173,6 +173,21 @@ def value_formatter(column: Column) -> Formatter:
             return value if type(value) is str else general(value)
 
         return string
+    if name == "decimal":
+
+        def decimal(value: Value) -> str | None:
+            return format(value, "f") if type(value) is Decimal else general(value)
+
+        return decimal
+    if name == "double":
+
+        def double(value: Value) -> str | None:
+            if type(value) is float:
+                text = repr(value)  # the shortest round-trip text; plain already unless in exponent form
+                return text if "e" not in text else _plain(Decimal(text))
+            return general(value)
+
+        return double
     return general
 
 
