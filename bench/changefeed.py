@@ -21,6 +21,7 @@ from __future__ import annotations
 import cProfile
 import gc
 import os
+import resource
 import pstats
 import random
 import statistics
@@ -153,21 +154,44 @@ def _spec(settings: ConnectionSettings, broker: OwnBroker, start: Checkpoint, **
     )  # fmt: skip
 
 
-def _capture_only(settings: ConnectionSettings, start: Checkpoint) -> tuple[list[RowChange], float]:
+def _cpu_s() -> float:
+    """CPU seconds of this process (every thread, librdkafka's too) and of its finished children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall seconds (what throughput is) and CPU seconds (what the work costs: steadier than wall time
+    on a shared machine, since waiting for a core is not counted)."""
+
+    wall_s: float
+    cpu_s: float
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self._wall, self._cpu = time.perf_counter(), _cpu_s()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.timing = Timing(time.perf_counter() - self._wall, _cpu_s() - self._cpu)
+
+
+def _capture_only(settings: ConnectionSettings, start: Checkpoint) -> tuple[list[RowChange], Timing]:
     source = CaptureSource(settings, _options(False), start=start)
-    began = time.perf_counter()
-    rows = [e for e in source.events() if isinstance(e, RowChange)]
-    elapsed = time.perf_counter() - began
+    with Timer() as timer:
+        rows = [e for e in source.events() if isinstance(e, RowChange)]
     source.close()
-    return rows, elapsed
+    return rows, timer.timing
 
 
-def _encode_only(rows: list[RowChange]) -> float:
+def _encode_only(rows: list[RowChange]) -> Timing:
     encoder = CanalJsonEncoder()
-    began = time.perf_counter()
-    for row in rows:
-        encoder.encode_row(row)
-    return time.perf_counter() - began
+    with Timer() as timer:
+        for row in rows:
+            encoder.encode_row(row)
+    return timer.timing
 
 
 def _end_to_end(
@@ -177,21 +201,19 @@ def _end_to_end(
     target: Position,
     profiler: cProfile.Profile | None,
     memory_quota: int = 64 * 1024 * 1024,
-) -> tuple[int, float, PeakRss]:
+) -> tuple[int, Timing, PeakRss]:
     feed = Changefeed(_spec(settings, broker, start, target=target, memory_quota=memory_quota))
     feed.create()
     gc.collect()
-    with PeakRss() as rss:
-        began = time.perf_counter()
+    with PeakRss() as rss, Timer() as timer:
         if profiler is not None:  # run the changefeed's loop in this thread so cProfile sees it
             profiler.runcall(feed._run)
         else:
             feed.start()
             feed.wait(1800)
-        elapsed = time.perf_counter() - began
     if feed.state != "finished":
         raise SystemExit(f"end to end run did not finish: {feed.state} {feed.error}")
-    return feed.rows, elapsed, rss
+    return feed.rows, timer.timing, rss
 
 
 def _write_paced(
@@ -273,10 +295,10 @@ def _live(
 class Result:
     table: str
     rows: int
-    capture_s: float
-    encode_s: float
+    capture: Timing
+    encode: Timing
     delivered: int
-    e2e_s: float
+    e2e: Timing
     rss: PeakRss
     latencies: list[float]
 
@@ -295,13 +317,13 @@ def _run_table(
     start = Checkpoint(start_position(settings), 0)
     _load(mysql, table, 0, rows)
     target = start_position(settings)
-    captured, capture_s = _capture_only(settings, start)
-    encode_s = _encode_only(captured)
+    captured, capture = _capture_only(settings, start)
+    encode = _encode_only(captured)
     count = len(captured)
     del captured
-    delivered, e2e_s, rss = _end_to_end(settings, broker, start, target, profiler)
+    delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler)
     latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows) if live_seconds else []
-    return Result(table.name, count, capture_s, encode_s, delivered, e2e_s, rss, latencies)
+    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies)
 
 
 def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: OwnBroker, rows: int) -> None:
@@ -317,7 +339,8 @@ def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: O
             )
         conn.commit()  # one transaction: the binlog holds it between one BEGIN and one COMMIT
     target = start_position(settings)
-    delivered, seconds, rss = _end_to_end(settings, broker, start, target, None, memory_quota=quota)
+    delivered, timing, rss = _end_to_end(settings, broker, start, target, None, memory_quota=quota)
+    seconds = timing.wall_s
     print(
         f"\none transaction of {rows} rows (id, k, c VARCHAR(40)), memory-quota {quota >> 20} MiB: {delivered} rows "
         f"in {seconds:.1f} s ({delivered / seconds:.0f} rows/s); RSS {rss.start >> 10} MiB at start, peak "
@@ -326,16 +349,17 @@ def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: O
 
 
 def _report(result: Result, live_rate: int, live_seconds: float) -> None:
-    base = result.rows / result.capture_s
+    base = result.rows / result.capture.wall_s
     print(f"\n{result.rows} rows, table {result.table}, MariaDB -> bundled broker (3 partitions, acks=all)\n")
-    print(f"{'path':42} {'rows':>8} {'seconds':>8} {'rows/s':>10} {'vs capture':>10}")
-    for name, count, seconds in (
-        ("capture only (binlog -> RowChange)", result.rows, result.capture_s),
-        ("canal-JSON encode only", result.rows, result.encode_s),
-        ("end to end (-> bundled broker, acked)", result.delivered, result.e2e_s),
+    print(f"{'path':42} {'rows':>8} {'seconds':>8} {'rows/s':>10} {'vs capture':>10} {'CPU us/row':>11}")
+    for name, count, timing in (
+        ("capture only (binlog -> RowChange)", result.rows, result.capture),
+        ("canal-JSON encode only", result.rows, result.encode),
+        ("end to end (-> bundled broker, acked)", result.delivered, result.e2e),
     ):
-        rate = count / seconds
-        print(f"{name:42} {count:8d} {seconds:8.2f} {rate:10.0f} {rate / base:9.2f}x")
+        rate = count / timing.wall_s
+        cpu = timing.cpu_s / count * 1e6
+        print(f"{name:42} {count:8d} {timing.wall_s:8.2f} {rate:10.0f} {rate / base:9.2f}x {cpu:11.1f}")
     rss = result.rss
     growth = (rss.peak - rss.start) >> 10
     print(f"end-to-end RSS: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")
