@@ -21,9 +21,9 @@ from __future__ import annotations
 import cProfile
 import gc
 import os
-import resource
 import pstats
 import random
+import resource
 import statistics
 import string
 import sys
