@@ -82,7 +82,11 @@ def dumps(message: dict[str, Any]) -> bytes:
     """orjson's JSON with the escapes of Go's JSON writers. The replaced characters can only occur
     inside strings in orjson's output, so rewriting the bytes is safe."""
     raw = orjson.dumps(message)
-    return _ESCAPE_TARGETS.sub(lambda m: _GO_ESCAPES.get(m.group(0), m.group(0)), raw)
+    # Byte searches (memchr speed) first: the regex tries its alternatives at every byte, about 20 us for
+    # a 700-byte row, and most messages hold nothing to rewrite.
+    if b"\\" in raw or b"<" in raw or b">" in raw or b"&" in raw or b"\xe2\x80" in raw:
+        return _ESCAPE_TARGETS.sub(lambda m: _GO_ESCAPES.get(m.group(0), m.group(0)), raw)
+    return raw
 
 
 def visible_columns(table: TableSchema) -> tuple[Column, ...]:
