@@ -169,12 +169,13 @@ class Delivery:
         self._pending = []
         self._pending_bytes = self._pending_largest = 0
         seq = self.tracker.sent()
+        count = len(batch.messages)  # the callback must not keep the batch's messages alive until acked
 
         def on_ack(error: SinkError | None) -> None:
             if error is None:
                 self.tracker.acked(seq)
             else:
-                log.error("delivery of a batch of %d messages failed: %s", len(batch.messages), error)
+                log.error("delivery of a batch of %d messages failed: %s", count, error)
                 self.tracker.failed(error)
                 if self.on_failure is not None:
                     self.on_failure()
