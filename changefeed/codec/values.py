@@ -164,13 +164,13 @@ def value_formatter(column: Column) -> Formatter:
     if name in _INTEGER_CODES or name == "year":
 
         def integer(value: Value) -> str | None:
-            return str(value) if type(value) is int else general(value)
+            return str(value) if type(value) is int else None if value is None else general(value)
 
         return integer
     if name in _PLAIN_STRING_TYPES and not column.is_binary:
 
         def string(value: Value) -> str | None:
-            return value if type(value) is str else general(value)
+            return value if type(value) is str or value is None else general(value)
 
         return string
     if name == "decimal":
