@@ -175,6 +175,8 @@ class KafkaSink:
                     except KafkaException as exc:
                         report(exc.args[0], None)
                         break
+            if self._closed.is_set():  # closed while producing: what was queued after close's purge goes too
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
             producer.poll(0)
         finally:
             self._last_sent = time.monotonic()
