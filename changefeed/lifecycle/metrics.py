@@ -43,8 +43,9 @@ class Metrics:
                                    "Binlog bytes between the checkpoint and the source server's head "
                                    "(SHOW BINARY LOGS sizes)", cf, registry=r)
         self.delivery_latency = Histogram("changefeed_delivery_latency_seconds",
-                                          "Seconds from handing a message to the producer to the broker's "
-                                          "acknowledgement (TiCDC ticdc_sink_mq_worker_send_message_duration)",
+                                          "Seconds from handing a batch of messages (a transaction's, at most 500) "
+                                          "to the producer to the broker's acknowledgement of all of it "
+                                          "(TiCDC ticdc_sink_mq_worker_send_message_duration)",
                                           cf, buckets=_LATENCY_BUCKETS, registry=r)
         self.snapshot_read = Gauge("changefeed_snapshot_rows_read", "Rows the initial snapshot has read, per table",
                                    table, registry=r)
