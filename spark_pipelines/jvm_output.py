@@ -35,6 +35,8 @@ def relay_line(line: str) -> None:
     severity = _LEVELS[level]
     if severity < logging.ERROR and name in _ROUTINE:
         severity = logging.DEBUG
+    elif name == "MicroBatchExecution" and "terminated with error" in message:
+        severity = logging.DEBUG  # the runner says why on one line (spark_pipelines/runner.py); --verbose shows it
     JVM.log(severity, "%s: %s", name, message, extra={"jvm_logger": name})
 
 

@@ -123,7 +123,8 @@ def test_changefeed_server_metrics_follow_the_run(live: Live) -> None:
     metrics = wait_for(settled, 30, "the server to report 100 rows and the binlog distance")
     assert metrics.value("changefeed_source_connected", changefeed="ops") == 1
     assert metrics.value("changefeed_state", changefeed="ops", state="normal") == 1
-    assert (metrics.value("changefeed_delivery_latency_seconds_count", changefeed="ops") or 0) >= 100
+    # one observation per delivered batch (a transaction's messages): the snapshot and the later writes
+    assert (metrics.value("changefeed_delivery_latency_seconds_count", changefeed="ops") or 0) >= 2
     assert metrics.value("changefeed_snapshot_rows_read", changefeed="ops", table=table) == 50
     assert metrics.value("changefeed_snapshot_table_done", changefeed="ops", table=table) == 1
     assert metrics.value("changefeed_memory_quota_bytes", changefeed="ops") == 64 * 1024 * 1024
