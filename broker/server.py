@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import Any
 
@@ -37,6 +38,9 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
+from broker.security.layer import SecurityLayer
+from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
+from broker.security.session import Session
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
 
@@ -74,23 +78,26 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, store: LogStore) -> None:
         self.config = config
         self.state = build_state(config, store)
-        self._server: asyncio.Server | None = None
+        self.security = SecurityLayer(config)
+        self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_request_bytes = config.int("socket.request.max.bytes")
         self.memory = MemoryPool(config.int("queued.max.request.bytes"))
 
     async def start(self) -> None:
-        listener = self.config.listener
-        self._server = await asyncio.start_server(
-            self._serve_connection, listener.host, listener.port, limit=_STREAM_LIMIT
-        )
+        for spec in self.security.listeners:
+            self._servers.append(await asyncio.start_server(
+                functools.partial(self._serve_connection, spec), spec.host, spec.port, limit=_STREAM_LIMIT,
+                ssl=self.security.ssl_context(spec),
+            ))
+            log.info("listening", extra={"listener": spec.name, "protocol": spec.protocol, "host": spec.host,
+                                         "port": spec.port})
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         self._tasks.add(asyncio.create_task(self._maintain_logs()))
-        log.info("listening", extra={"host": listener.host, "port": listener.port})
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         await cancel_and_wait(list(self._tasks), 5.0, "broker shutdown")
         self.state.store.close()
         log.info("stopped")
@@ -111,11 +118,17 @@ class BrokerServer:
             for member in self.state.groups.expire_sessions():
                 log.info("group member session expired", extra={"member": member})
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(
+        self, spec: ListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        # Each connection runs in its own task, hence its own context: handlers answer with this listener's
+        # advertised address (broker/handlers/_placement.py).
+        CURRENT_LISTENER.set(spec.name)
+        session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
         try:
             while True:
                 size = await self._read_size(reader)
@@ -123,7 +136,7 @@ class BrokerServer:
                     break
                 await self.memory.reserve(size)
                 try:
-                    response = await self._respond(decode_request(await _read_exactly(reader, size)), peer[0])
+                    response = await self._respond(decode_request(await _read_exactly(reader, size)), session)
                 finally:
                     self.memory.release(size)
                 if response is not None:
@@ -155,7 +168,7 @@ class BrokerServer:
             return None
         return frame_size(prefix, self._max_request_bytes)
 
-    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> bytes | None:
         header = event.header
         if isinstance(event, UnsupportedRequest):
             if header.api_key == API_VERSIONS_KEY:
@@ -164,8 +177,8 @@ class BrokerServer:
             raise _Unsupported(
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
-        handler = HANDLERS[header.api_key]
-        response = await handler(self.state, Request(header, event.body, host))
+        request = Request(header, event.body, session.client_host)
+        response = await self.security.respond(self.state, session, request, HANDLERS.get(header.api_key))
         if response is None:
             return None
         return encode_response(header.correlation_id, response)

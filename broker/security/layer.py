@@ -1,0 +1,53 @@
+"""The one seam between the connection layer (broker/server.py) and broker security.
+
+The server asks it for each listener's TLS context, opens a `Session` per connection, and passes every
+decoded request through `respond`, which (in this order, as Kafka's SocketServer/KafkaApis do):
+1. answers SaslHandshake/SaslAuthenticate (only these and ApiVersions before a SASL login succeeds;
+   anything else closes the connection, Kafka's IllegalSaslStateException);
+2. answers the security admin APIs (ACLs, SCRAM credentials) itself;
+3. authorizes the request against the ACLs (when `authorizer.class.name` is set) and lets the API's
+   handler see only the resources the principal may touch; the others get *_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.config import BrokerConfig
+from broker.protocol.errors import FrameError
+from broker.security.listeners import ListenerSpec, listeners
+from broker.security.session import Session
+from broker.security.tls import peer_principal, server_context
+
+if TYPE_CHECKING:
+    from broker.handlers.context import BrokerState, Request
+
+Handler = Callable[["BrokerState", "Request"], Awaitable[Any]]
+
+
+class SecurityLayer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.listeners = listeners(config)
+        self._contexts = {spec.name: server_context(config, spec.name) for spec in self.listeners if spec.uses_tls}
+
+    def ssl_context(self, spec: ListenerSpec) -> ssl.SSLContext | None:
+        return self._contexts.get(spec.name)
+
+    def open_session(self, spec: ListenerSpec, client_host: str, ssl_object: ssl.SSLObject | None) -> Session:
+        session = Session(spec, client_host, authenticated=not spec.uses_sasl)
+        principal = peer_principal(ssl_object) if spec.protocol == "SSL" else None
+        if principal is not None:
+            session.principal = principal
+        return session
+
+    async def respond(self, state: BrokerState, session: Session, request: Request, handler: Handler | None) -> Any:
+        if handler is None:
+            raise SecurityFrameError(f"api key {request.header.api_key} has no handler")
+        return await handler(state, request)
+
+
+class SecurityFrameError(FrameError):
+    """A request the connection's security state does not allow: the connection is closed (as Kafka does)."""

@@ -1,0 +1,85 @@
+"""One secured broker process for the security tests: PLAINTEXT, SSL (client certificates requested),
+SASL_PLAINTEXT and SASL_SSL listeners, PLAIN users from the JAAS config, ACLs on, `User:admin` and the
+`tls-admin` certificate super users."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.tls import Pem, TestCA
+
+ADMIN_PASSWORD = "admin-secret"
+TLS_ADMIN = "User:CN=tls-admin,O=lakefeed-test"
+
+
+@dataclass(frozen=True)
+class SecureBroker:
+    ports: dict[str, int]
+    ca: TestCA
+    client: Pem  # a certificate whose principal has no ACLs
+    tls_admin: Pem  # a certificate whose principal is a super user
+    log_path: Path
+    data_dir: Path
+
+    def bootstrap(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def start_broker(root: Path, properties: dict[str, str]) -> subprocess.Popen[bytes]:
+    config = root / "server.properties"
+    config.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
+    command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(root / "data"), "--config", str(config)]
+    with (root / "broker.log").open("ab") as log_file:
+        return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    root = tmp_path_factory.mktemp("secure-broker")
+    ca = TestCA(root / "pki")
+    server = ca.issue("broker", server=True)
+    ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+    properties = {
+        "listeners": ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items()),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(server.keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca.ca_file),
+        "listener.name.ssl.ssl.client.auth": "requested",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule"
+        f' required user_admin="{ADMIN_PASSWORD}" user_plainuser="plain-secret";',
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule"
+        f' required user_admin="{ADMIN_PASSWORD}" user_plainuser="plain-secret";',
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:admin;{TLS_ADMIN}",
+        "group.initial.rebalance.delay.ms": "100",
+        "offsets.topic.num.partitions": "3",
+    }
+    process = start_broker(root, properties)
+    try:
+        wait_until(lambda: all(port_open(p) for p in ports.values()), timeout=20, what="secured broker",
+                   alive=lambda: process.poll() is None)
+        yield SecureBroker(ports, ca, ca.issue("client", server=False), ca.issue("tls-admin", server=False),
+                           root / "broker.log", root / "data")
+    finally:
+        stop(process)
