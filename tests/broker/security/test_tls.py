@@ -62,10 +62,10 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
             break
     consumer.close()
     assert values == [f"v{i}".encode() for i in range(5)]
+    admin_cert = secure_broker.tls_admin
     reader = KafkaConsumer(topic, bootstrap_servers=secure_broker.bootstrap("SSL"), security_protocol="SSL",
-                           ssl_cafile=str(secure_broker.ca.ca_file), ssl_certfile=str(secure_broker.tls_admin.certificate),
-                           ssl_keyfile=str(secure_broker.tls_admin.key), auto_offset_reset="earliest",
-                           consumer_timeout_ms=8000)
+                           ssl_cafile=str(secure_broker.ca.ca_file), ssl_certfile=str(admin_cert.certificate),
+                           ssl_keyfile=str(admin_cert.key), auto_offset_reset="earliest", consumer_timeout_ms=8000)
     try:
         assert [m.value for m in reader][:5] == values
     finally:
