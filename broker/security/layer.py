@@ -16,8 +16,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig
+from broker.protocol.apis import api_key, response_class
 from broker.protocol.errors import FrameError
+from broker.security import scram_admin
 from broker.security.listeners import ListenerSpec, listeners
+from broker.security.sasl import SaslAuthenticator
+from broker.security.scram import CredentialStore
 from broker.security.session import Session
 from broker.security.tls import peer_principal, server_context
 
@@ -26,12 +30,18 @@ if TYPE_CHECKING:
 
 Handler = Callable[["BrokerState", "Request"], Awaitable[Any]]
 
+_API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = (
+    api_key("api_versions"), api_key("sasl_handshake"), api_key("sasl_authenticate"))
+_DESCRIBE_SCRAM, _ALTER_SCRAM = api_key("describe_user_scram_credentials"), api_key("alter_user_scram_credentials")
+
 
 class SecurityLayer:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.listeners = listeners(config)
         self._contexts = {spec.name: server_context(config, spec.name) for spec in self.listeners if spec.uses_tls}
+        self.credentials = CredentialStore(config.data_dir / "scram-credentials.json")
+        self.sasl = SaslAuthenticator(config, self.listeners, self.credentials)
 
     def ssl_context(self, spec: ListenerSpec) -> ssl.SSLContext | None:
         return self._contexts.get(spec.name)
@@ -44,9 +54,30 @@ class SecurityLayer:
         return session
 
     async def respond(self, state: BrokerState, session: Session, request: Request, handler: Handler | None) -> Any:
+        key, version = request.header.api_key, request.header.api_version
+        if key == _SASL_HANDSHAKE:
+            code, mechanisms = self.sasl.handshake(session, request.body.mechanism)
+            return response_class(key, version)(error_code=code, mechanisms=mechanisms)
+        if key == _SASL_AUTHENTICATE:
+            reply = self.sasl.authenticate(session, request.body.auth_bytes)
+            return _build(response_class(key, version), error_code=reply.error, error_message=reply.message,
+                          auth_bytes=reply.auth_bytes)
+        if not session.authenticated and key != _API_VERSIONS:
+            raise SecurityFrameError(
+                f"{request.header.client_id!r} sent api key {key} on SASL listener {session.listener.name} before"
+                " authenticating (SaslHandshake + SaslAuthenticate come first)")
+        if key == _DESCRIBE_SCRAM:
+            return scram_admin.describe(self.credentials, key, version, request.body)
+        if key == _ALTER_SCRAM:
+            return scram_admin.alter(self.credentials, key, version, request.body)
         if handler is None:
-            raise SecurityFrameError(f"api key {request.header.api_key} has no handler")
+            raise SecurityFrameError(f"api key {key} has no handler")
         return await handler(state, request)
+
+
+def _build(cls: Any, **values: Any) -> Any:
+    names = set(cls.__dataclass_fields__)
+    return cls(**{k: v for k, v in values.items() if k in names})
 
 
 class SecurityFrameError(FrameError):
