@@ -11,14 +11,21 @@ decoded request through `respond`, which (in this order, as Kafka's SocketServer
 
 from __future__ import annotations
 
+import datetime
 import ssl
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
 
 from broker.config import BrokerConfig
 from broker.protocol.apis import api_key, response_class
 from broker.protocol.errors import FrameError
-from broker.security import scram_admin
+from broker.security import acl_admin, scram_admin
+from broker.security.access import RULES, UNCHECKED, AccessDenied, Caller
+from broker.security.acls import AclStore, Operation
+from broker.security.authorizer import Authorizer
 from broker.security.listeners import ListenerSpec, listeners
 from broker.security.sasl import SaslAuthenticator
 from broker.security.scram import CredentialStore
@@ -32,7 +39,14 @@ Handler = Callable[["BrokerState", "Request"], Awaitable[Any]]
 
 _API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = (
     api_key("api_versions"), api_key("sasl_handshake"), api_key("sasl_authenticate"))
-_DESCRIBE_SCRAM, _ALTER_SCRAM = api_key("describe_user_scram_credentials"), api_key("alter_user_scram_credentials")
+# Security admin APIs answered here: (answer, operation on the cluster Kafka requires, store).
+_ADMIN: dict[int, tuple[Callable[[Any, int, int, Any], Any], Operation, str]] = {
+    api_key("describe_user_scram_credentials"): (scram_admin.describe, Operation.DESCRIBE, "credentials"),
+    api_key("alter_user_scram_credentials"): (scram_admin.alter, Operation.ALTER, "credentials"),
+    api_key("describe_acls"): (acl_admin.describe, Operation.DESCRIBE, "acls"),
+    api_key("create_acls"): (acl_admin.create, Operation.ALTER, "acls"),
+    api_key("delete_acls"): (acl_admin.delete, Operation.ALTER, "acls"),
+}
 
 
 class SecurityLayer:
@@ -42,6 +56,9 @@ class SecurityLayer:
         self._contexts = {spec.name: server_context(config, spec.name) for spec in self.listeners if spec.uses_tls}
         self.credentials = CredentialStore(config.data_dir / "scram-credentials.json")
         self.sasl = SaslAuthenticator(config, self.listeners, self.credentials)
+        # No authorizer (Kafka's default): every request is allowed and the ACL APIs answer SECURITY_DISABLED.
+        self.authorizer = (Authorizer(config, AclStore(config.data_dir / "acls.json"))
+                           if config.get("authorizer.class.name") else None)
 
     def ssl_context(self, spec: ListenerSpec) -> ssl.SSLContext | None:
         return self._contexts.get(spec.name)
@@ -66,13 +83,48 @@ class SecurityLayer:
             raise SecurityFrameError(
                 f"{request.header.client_id!r} sent api key {key} on SASL listener {session.listener.name} before"
                 " authenticating (SaslHandshake + SaslAuthenticate come first)")
-        if key == _DESCRIBE_SCRAM:
-            return scram_admin.describe(self.credentials, key, version, request.body)
-        if key == _ALTER_SCRAM:
-            return scram_admin.alter(self.credentials, key, version, request.body)
+        caller = None if self.authorizer is None else Caller(self.authorizer, session.principal, session.client_host)
+        if key in _ADMIN:
+            answer, operation, store = _ADMIN[key]
+            if caller is not None and not caller.may_cluster(operation):
+                return _cluster_denied(key, version, request.body)
+            acls = None if self.authorizer is None else self.authorizer.store
+            return answer(self.credentials if store == "credentials" else acls, key, version, request.body)
         if handler is None:
             raise SecurityFrameError(f"api key {key} has no handler")
-        return await handler(state, request)
+        if caller is None or key in UNCHECKED:
+            return await handler(state, request)
+        rule = RULES.get(key)
+        if rule is None:  # an API without a rule yet: only who may alter the cluster may use it
+            if caller.may_cluster(Operation.ALTER):
+                return await handler(state, request)
+            raise SecurityFrameError(f"api key {key}: {session.principal} lacks ALTER on the cluster")
+        try:
+            return await rule(caller, state, request, handler)
+        except AccessDenied as exc:
+            raise SecurityFrameError(str(exc)) from None
+
+
+def _cluster_denied(key: int, version: int, body: Any) -> Any:
+    """CLUSTER_AUTHORIZATION_FAILED for every item of a security admin request."""
+    cls = response_class(key, version)
+    fields = set(cls.__dataclass_fields__)
+    if "error_code" in fields:  # Describe*: one error for the whole request
+        return _build(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode.cluster_authorization_failed,
+                      error_message="CLUSTER_AUTHORIZATION_FAILED", results=(), resources=())
+    module = sys.modules[cls.__module__]
+    code, message = ErrorCode.cluster_authorization_failed, "CLUSTER_AUTHORIZATION_FAILED"
+    if hasattr(body, "creations"):
+        results: tuple[Any, ...] = tuple(module.AclCreationResult(error_code=code, error_message=message)
+                                         for _ in body.creations)
+        return cls(throttle_time=datetime.timedelta(0), results=results)
+    if hasattr(body, "filters"):
+        results = tuple(module.DeleteAclsFilterResult(error_code=code, error_message=message, matching_acls=())
+                        for _ in body.filters)
+        return cls(throttle_time=datetime.timedelta(0), filter_results=results)
+    users = dict.fromkeys(c.name for c in (*body.deletions, *body.upsertions))
+    return cls(throttle_time=datetime.timedelta(0), results=tuple(
+        module.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=message) for u in users))
 
 
 def _build(cls: Any, **values: Any) -> Any:
