@@ -413,9 +413,15 @@ def check_listener_names(properties: Mapping[str, str]) -> None:
     specs = listeners(config)
     if config.get("advertised.listeners"):
         parse_listeners(config.get("advertised.listeners"), protocol_map(config.get("listener.security.protocol.map")))
-    if config.get("controller.quorum.voters") and len(specs) > 1:
-        raise ConfigError("a cluster node serves one listener (replication between brokers is PLAINTEXT);"
-                          f" listeners={config.get('listeners')!r} has {len(specs)}")
+    if config.get("controller.quorum.voters") and (len(specs) > 1 or specs[0].protocol != "PLAINTEXT"):
+        # Followers fetch from leaders through the one registered listener, without TLS or SASL for now.
+        raise ConfigError("a cluster node serves one PLAINTEXT listener (TLS/SASL between brokers is not"
+                          f" supported yet); listeners={config.get('listeners')!r}")
+    if config.get("controller.quorum.voters") and config.get("authorizer.class.name"):
+        # ACLs and SCRAM credentials live in each node's data dir, not yet in the cluster metadata: an ACL made
+        # through one node would not hold on the others.
+        raise ConfigError("authorizer.class.name is not supported on a cluster node yet (ACLs are kept per node);"
+                          " remove it or run a single node")
     from broker.security.tls import server_context, setting
 
     for spec in specs:

@@ -81,7 +81,13 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
     ({"listeners": "CLIENT://127.0.0.1:{port}"}, "CLIENT is not a security protocol and has no entry in"
      " listener.security.protocol.map"),
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms='GSSAPI': each item must be one of PLAIN"),
-], ids=["no-keystore", "missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi"])
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SASL_SSL://127.0.0.1:{port}"},
+     "a cluster node serves one PLAINTEXT listener"),
+    ({"controller.quorum.voters": "1@127.0.0.1:1",
+      "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
+     "authorizer.class.name is not supported on a cluster node yet"),
+], ids=["no-keystore", "missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "cluster-sasl",
+        "cluster-acls"])
 def test_bad_security_settings_stop_the_broker_with_one_line(tmp_path: Path, properties: dict[str, str],
                                                              expected: str) -> None:
     args = [arg for key, value in properties.items() for arg in ("--set", f"{key}={value.format(port=1)}")]
