@@ -17,6 +17,7 @@ from enum import IntEnum
 from types import MappingProxyType
 
 from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
+from broker.security.jaas import plain_users
 from broker.security.listeners import listeners, parse_listeners, protocol_map
 
 _LONG_MAX = str((1 << 63) - 1)
@@ -357,7 +358,7 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
             raise ConfigError(_unknown_key_message(key))
         try:
             _checked_value(definition, value)
-            check = _SPECIAL_CHECKS.get(key)
+            check = _SPECIAL_CHECKS.get(key) or (plain_users if key.endswith(_JAAS_SUFFIX) else None)
             if check is not None and value.strip():
                 check(value)
         except InvalidConfig as exc:
@@ -366,7 +367,8 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
                 hint = " (sizes are plain byte counts: 1GB is 1073741824)"
             raise ConfigError(f"broker property {exc}{hint}") from None
         except ConfigError as exc:
-            raise ConfigError(f"broker property {key}={value!r}: {exc}") from None
+            shown = "(hidden)" if definition.kind is ConfigType.PASSWORD else repr(value)  # never echo secrets
+            raise ConfigError(f"broker property {key}={shown}: {exc}") from None
     check_listener_names(properties)
 
 

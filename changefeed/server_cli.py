@@ -38,10 +38,12 @@ def _listen(value: str) -> tuple[str, int]:
               help="seconds without error after which a warning changefeed is normal again")
 @click.option("--delivery-timeout-ms", type=int, default=30_000, show_default=True,
               help="how long the producer retries one message before the changefeed backs off")
+@click.option("--auth-token", envvar="LAKEFEED_API_TOKEN", show_envvar=True,
+              help="bearer token every API request must carry (all but /api/v2/health); unset: no authentication")
 @click.option("--log-level", default="INFO", show_default=True)
 def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str | None, lease_ttl: float,
            retry_initial: float, retry_max: float, healthy_after: float, delivery_timeout_ms: int,
-           log_level: str) -> None:
+           auth_token: str | None, log_level: str) -> None:
     """Run changefeeds and serve the HTTP API (the CLI's other commands talk to it)."""
     host, port = _listen(listen)
     logging.basicConfig(level=log_level.upper(),
@@ -58,8 +60,12 @@ def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str
     owner.start()
     logging.getLogger(__name__).info("server %s: metadata %s, API on %s:%d", owner.server_id,
                                      url.split("@")[-1], host, port)
+    if not auth_token and host not in ("127.0.0.1", "localhost", "::1"):
+        logging.getLogger(__name__).warning("the API on %s:%d has no authentication: anyone who reaches it can"
+                                            " change changefeeds; set --auth-token or LAKEFEED_API_TOKEN", host, port)
     try:
-        uvicorn.run(build_app(store, metrics), host=host, port=port, log_level="warning")
+        uvicorn.run(build_app(store, metrics, auth_token=auth_token or None), host=host, port=port,
+                    log_level="warning")
     finally:
         owner.stop()
         store.close()

@@ -3,6 +3,7 @@ advertised addresses, and refused TLS configurations (one line, before anything 
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import subprocess
@@ -15,6 +16,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer  # type: ignore[import-untyped]
 
+from broker.config import ConfigError
+from broker.config_catalog import check_broker_properties
 from lakefeed_testing.tls import TestCA
 from tests.broker.security.conftest import SecureBroker
 
@@ -73,26 +76,29 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
 
 
 @pytest.mark.parametrize(("properties", "expected"), [
-    ({"listeners": "SSL://127.0.0.1:{port}"}, "listener SSL uses TLS but has no key store: set ssl.keystore.location"),
-    ({"listeners": "SSL://127.0.0.1:{port}", "ssl.keystore.location": "/nonexistent.pem"},
+    ({"listeners": "SSL://127.0.0.1:1", "ssl.keystore.location": "/nonexistent.pem"},
      "cannot load the TLS key store of listener SSL from /nonexistent.pem"),
     ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type='JKS': expected one of PEM"),
     ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites: this TLS setting is not supported"),
-    ({"listeners": "CLIENT://127.0.0.1:{port}"}, "CLIENT is not a security protocol and has no entry in"
+    ({"listeners": "CLIENT://127.0.0.1:1"}, "CLIENT is not a security protocol and has no entry in"
      " listener.security.protocol.map"),
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms='GSSAPI': each item must be one of PLAIN"),
-    ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SASL_SSL://127.0.0.1:{port}"},
+    ({"listener.name.sasl_ssl.plain.sasl.jaas.config": "user_a=b"}, "expected a JAAS entry like"),
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SASL_SSL://127.0.0.1:1"},
      "a cluster node serves one PLAINTEXT listener"),
     ({"controller.quorum.voters": "1@127.0.0.1:1",
       "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
      "authorizer.class.name is not supported on a cluster node yet"),
-], ids=["no-keystore", "missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "cluster-sasl",
-        "cluster-acls"])
-def test_bad_security_settings_stop_the_broker_with_one_line(tmp_path: Path, properties: dict[str, str],
-                                                             expected: str) -> None:
-    args = [arg for key, value in properties.items() for arg in ("--set", f"{key}={value.format(port=1)}")]
+], ids=["missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "jaas", "cluster-sasl", "cluster-acls"])
+def test_bad_security_settings_are_refused(properties: dict[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        check_broker_properties(properties)
+
+
+def test_a_tls_listener_without_key_store_stops_the_broker_with_one_line(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "broker.cli", "start", "--data-dir", str(tmp_path / "data"),
-                             *args], capture_output=True, text=True, timeout=60)
+                             "--listeners", "SSL://127.0.0.1:1"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0], result.stderr
+    assert len(lines) == 1 and "listener SSL uses TLS but has no key store: set ssl.keystore.location" in lines[0]
+    assert not (tmp_path / "data").exists()
