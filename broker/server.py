@@ -38,7 +38,7 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
-from broker.security.layer import SecurityLayer
+from broker.security.layer import SecurityLayer, raw_token_size
 from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
 from broker.security.session import Session
 from broker.tasks import cancel_and_wait
@@ -131,12 +131,17 @@ class BrokerServer:
         session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
         try:
             while True:
-                size = await self._read_size(reader)
+                size = await self._read_size(reader, session.raw_tokens)
                 if size is None:
                     break
                 await self.memory.reserve(size)
                 try:
-                    response = await self._respond(decode_request(await _read_exactly(reader, size)), session)
+                    frame = await _read_exactly(reader, size)
+                    response: bytes | None
+                    if session.raw_tokens:  # SASL tokens after SaslHandshake v0: not Kafka requests
+                        response = self.security.raw_token(session, frame)
+                    else:
+                        response = await self._respond(decode_request(frame), session)
                 finally:
                     self.memory.release(size)
                 if response is not None:
@@ -158,14 +163,17 @@ class BrokerServer:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _read_size(self, reader: asyncio.StreamReader) -> int | None:
-        """The next frame's size, or None when the client closed the connection between requests."""
+    async def _read_size(self, reader: asyncio.StreamReader, raw_token: bool = False) -> int | None:
+        """The next frame's size, or None when the client closed the connection between requests.
+        A raw SASL token (after SaslHandshake v0) may be shorter than any request header."""
         try:
             prefix = await reader.readexactly(4)
         except asyncio.IncompleteReadError as exc:
             if exc.partial:
                 raise
             return None
+        if raw_token:
+            return raw_token_size(prefix, self._max_request_bytes)
         return frame_size(prefix, self._max_request_bytes)
 
     async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> bytes | None:

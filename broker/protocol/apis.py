@@ -58,12 +58,13 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("txn_offset_commit", 0, 5),
     ("describe_transactions", 0, 0),
     ("list_transactions", 0, 1),
-    # Security (broker/security/): Kafka 4 serves SaslHandshake v1 only and the ACL APIs from v2 (KIP-896).
-    ("sasl_handshake", 1, 1),
+    # Security (broker/security/), the ranges Kafka 4.3 serves. After SaslHandshake v0 the client sends raw
+    # SASL tokens instead of SaslAuthenticate (librdkafka < 2.x needs v0 advertised).
+    ("sasl_handshake", 0, 1),
     ("sasl_authenticate", 0, 2),
-    ("describe_acls", 2, 3),
-    ("create_acls", 2, 3),
-    ("delete_acls", 2, 3),
+    ("describe_acls", 1, 3),
+    ("create_acls", 1, 3),
+    ("delete_acls", 1, 3),
     ("describe_user_scram_credentials", 0, 0),
     ("alter_user_scram_credentials", 0, 0),
 )

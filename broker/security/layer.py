@@ -70,10 +70,21 @@ class SecurityLayer:
             session.principal = principal
         return session
 
+    def raw_token(self, session: Session, token: bytes) -> bytes:
+        """The answer to one raw SASL token (after SaslHandshake v0), size-prefixed as the client expects it;
+        a failed login closes the connection, as Kafka does (raw tokens cannot carry an error code)."""
+        reply = self.sasl.authenticate(session, token)
+        if reply.error != ErrorCode.none:
+            raise SecurityFrameError(f"SASL authentication failed: {reply.message}")
+        if session.authenticated and session.exchange is None:
+            session.raw_tokens = False
+        return len(reply.auth_bytes).to_bytes(4, "big") + reply.auth_bytes
+
     async def respond(self, state: BrokerState, session: Session, request: Request, handler: Handler | None) -> Any:
         key, version = request.header.api_key, request.header.api_version
         if key == _SASL_HANDSHAKE:
             code, mechanisms = self.sasl.handshake(session, request.body.mechanism)
+            session.raw_tokens = version == 0 and code == ErrorCode.none
             return response_class(key, version)(error_code=code, mechanisms=mechanisms)
         if key == _SASL_AUTHENTICATE:
             reply = self.sasl.authenticate(session, request.body.auth_bytes)
@@ -103,6 +114,13 @@ class SecurityLayer:
             return await rule(caller, state, request, handler)
         except AccessDenied as exc:
             raise SecurityFrameError(str(exc)) from None
+
+
+def raw_token_size(prefix: bytes, max_bytes: int) -> int:
+    size = int.from_bytes(prefix, "big", signed=True)
+    if not 0 <= size <= max_bytes:
+        raise SecurityFrameError(f"raw SASL token of {size} bytes (limit socket.request.max.bytes={max_bytes})")
+    return size
 
 
 def _cluster_denied(key: int, version: int, body: Any) -> Any:

@@ -24,3 +24,6 @@ class Session:
     authenticated: bool = True
     mechanism: str | None = None  # chosen by SaslHandshake
     exchange: Any = None  # the mechanism's server state between SaslAuthenticate rounds
+    # After SaslHandshake v0 the next frames are raw SASL tokens, not Kafka requests (Kafka's protocol guide,
+    # "SASL Authentication Sequence").
+    raw_tokens: bool = False

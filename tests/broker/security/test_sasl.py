@@ -5,6 +5,7 @@ admin and Kafka's own kafka-configs) and kept across a restart."""
 from __future__ import annotations
 
 import os
+import socket
 import time
 import uuid
 from typing import Any
@@ -19,7 +20,9 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 from kafka import KafkaAdminClient  # type: ignore[import-untyped]
+from kio.serial import entity_reader
 
+from broker.protocol.apis import response_class
 from lakefeed_testing.kafka_reference import run_kafka_tool
 from tests.broker.security.conftest import ADMIN_PASSWORD, SecureBroker
 
@@ -142,3 +145,43 @@ def test_kafka_configs_adds_a_scram_user(secure_broker: SecureBroker, tmp_path: 
     assert [(i.mechanism.name, i.iterations) for i in described.scram_credential_infos] == [("SCRAM_SHA_256", 8192)]
     good = AdminClient(sasl_config(secure_broker, "SASL_SSL", "SCRAM-SHA-256", user, "java-secret"))
     assert good.list_topics(timeout=10).brokers
+    # The Java client's own SCRAM login (ScramSaslClient) with the new user.
+    scram = tmp_path / "scram.properties"
+    scram.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required"
+        f' username="{user}" password="java-secret";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secure_broker.ca.ca_file}\n")
+    listed = run_kafka_tool("kafka-topics", "--bootstrap-server", secure_broker.bootstrap("SASL_SSL"),
+                            "--command-config", str(scram), "--list", timeout=90)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+
+
+def test_sasl_handshake_v0_then_raw_tokens(secure_broker: SecureBroker) -> None:
+    """Kafka's older sequence: SaslHandshake v0, then the SASL tokens as bare size-prefixed frames; a wrong
+    password closes the connection (a raw token cannot carry an error code)."""
+    from kio.schema.metadata.v12.request import MetadataRequest
+    from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest
+
+    from tests.broker.kio_wire import frame, read_frame
+
+    def read_response(sock: socket.socket, key: int, version: int) -> Any:
+        cls = response_class(key, version)
+        offset = 4 if cls.__header_schema__.__flexible__ is False else 5  # correlation id, tagged fields
+        return entity_reader(cls)(read_frame(sock), offset)[0]
+
+    def login(password: str) -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]), timeout=5)
+        sock.sendall(frame(17, 0, SaslHandshakeRequest(mechanism="PLAIN")))
+        assert read_response(sock, 17, 0).error_code == 0
+        token = f"\0admin\0{password}".encode()
+        sock.sendall(len(token).to_bytes(4, "big") + token)
+        return sock
+
+    with login(ADMIN_PASSWORD) as sock:
+        assert sock.recv(4) == b"\0\0\0\0"  # an empty server token: logged in
+        sock.sendall(frame(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                  include_topic_authorized_operations=False), correlation_id=2))
+        assert read_response(sock, 3, 12).brokers[0].port == secure_broker.ports["SASL_PLAINTEXT"]
+    with login("wrong") as sock:
+        assert sock.recv(4) == b""  # closed
