@@ -39,8 +39,11 @@ class _First:
 class ScramServer:
     """One login: `first(client_first)` -> server-first, then `final(client_final)` -> server-final."""
 
-    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None]) -> None:
+    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None],
+                 server_nonce: str | None = None) -> None:
         self._digest = _HASHES[mechanism]
+        # As long as Kafka's (ScramFormatter.secureRandomString); fixed only by tests of RFC vectors.
+        self._server_nonce = server_nonce or secrets.token_urlsafe(20)
         self._lookup = lookup
         self._first: _First | None = None
         self._credential: ScramCredential | None = None
@@ -59,7 +62,7 @@ class ScramServer:
         credential = self._lookup(user)
         if credential is None:
             raise ScramFailure(f"no SCRAM credential for user {user!r} and this mechanism")
-        nonce = attributes["r"] + secrets.token_urlsafe(20)
+        nonce = attributes["r"] + self._server_nonce
         server_first = f"r={nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
         self._first = _First(user, bare, message[: len(message) - len(bare)], server_first, nonce)
         self._credential, self.user = credential, user
