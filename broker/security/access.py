@@ -109,19 +109,23 @@ def _produce_partitions(cls: Any, partitions: Iterable[Any], code: ErrorCode) ->
                  for p in partitions)
 
 
-_produce_topics = _per_item(
-    "topic_data", lambda c, s, t: c.may(Operation.WRITE, _TOPIC, t.name),
-    lambda cls, t, r: build(nested(cls, "TopicProduceResponse"), name=t.name,
-                            partition_responses=_produce_partitions(cls, t.partition_data, TAF)),
-    "responses")
-
-
 async def _produce(caller: Caller, state: BrokerState, request: Request, handler: Handler) -> Any:
     body = request.body
     if isinstance(body, LegacyProduceRequest):
         return await handler(state, request)  # refused by the handler (UNSUPPORTED_VERSION)
     denied_all = body.transactional_id is not None and not caller.may(Operation.WRITE, _TXN, body.transactional_id)
-    if body.acks == 0 and (denied_all or any(not caller.may(Operation.WRITE, _TOPIC, t.name) for t in body.topic_data)):
+
+    def allowed(c: Caller, s: BrokerState, topic: Any) -> bool:
+        # A produce to a missing topic auto-creates it: that needs CREATE too, as Metadata's auto-creation does.
+        return c.may(Operation.WRITE, _TOPIC, topic.name) and (
+            s.topics.get(topic.name) is not None or _create_topic_allowed(c, s, topic))
+
+    def answer(cls: Any, topic: Any, request: Request) -> Any:
+        code = TAF if not caller.may(Operation.WRITE, _TOPIC, topic.name) else ErrorCode.unknown_topic_or_partition
+        return build(nested(cls, "TopicProduceResponse"), name=topic.name,
+                     partition_responses=_produce_partitions(cls, topic.partition_data, code))
+
+    if body.acks == 0 and (denied_all or any(not allowed(caller, state, t) for t in body.topic_data)):
         # acks=0 has no response to carry the error; Kafka closes the connection so the producer notices.
         raise AccessDenied(f"{caller.principal} may not write to every topic of an acks=0 produce request")
     if denied_all:
@@ -129,7 +133,7 @@ async def _produce(caller: Caller, state: BrokerState, request: Request, handler
         return build(cls, throttle_time=NO_THROTTLE, responses=tuple(
             build(nested(cls, "TopicProduceResponse"), name=t.name,
                   partition_responses=_produce_partitions(cls, t.partition_data, TXN_AF)) for t in body.topic_data))
-    return await _produce_topics(caller, state, request, handler)
+    return await _per_item("topic_data", allowed, answer, "responses")(caller, state, request, handler)
 
 
 def _fetch_topic_name(state: BrokerState, topic: Any) -> str | None:

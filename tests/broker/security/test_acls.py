@@ -200,3 +200,29 @@ def test_kafka_acls_tool(secure_broker: SecureBroker, tmp_path: Any) -> None:
     assert added.returncode == 0, added.stderr[-2000:]
     listed = run_kafka_tool("kafka-acls", *common, "--list", "--topic", topic, timeout=90)
     assert "principal=User:bob, host=*, operation=READ, permissionType=ALLOW" in listed.stdout, listed.stderr[-2000:]
+
+
+def test_produce_cannot_auto_create_without_create(secure_broker: SecureBroker) -> None:
+    """WRITE on a prefix does not let a raw Produce create topics under it (clients ask Metadata first, which
+    needs CREATE to auto-create; a Produce must not bypass that)."""
+    import datetime
+
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    from tests.broker.kio_wire import frame, record_batch
+    from tests.broker.security.test_sasl import raw_plain_login, read_response
+
+    prefix = f"raw-{uuid.uuid4().hex[:6]}-"
+    _grant(secure_broker, _acl("User:plainuser", ResourceType.TOPIC, prefix, AclOperation.WRITE,
+                               pattern=ResourcePatternType.PREFIXED))
+    with raw_plain_login(secure_broker, "plainuser", "plain-secret") as sock:
+        assert sock.recv(4) == b"\0\0\0\0"
+        data = (PartitionProduceData(index=0, records=record_batch([b"v"])),)
+        request = ProduceRequest(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=5), topic_data=(
+            TopicProduceData(name=prefix + "new", partition_data=data),
+            TopicProduceData(name="elsewhere", partition_data=data)))
+        sock.sendall(frame(0, 9, request, correlation_id=3))
+        codes = {t.name: t.partition_responses[0].error_code for t in read_response(sock, 0, 9).responses}
+    assert codes == {prefix + "new": KafkaError.UNKNOWN_TOPIC_OR_PART,
+                     "elsewhere": KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    assert prefix + "new" not in admin(secure_broker).list_topics(timeout=10).topics

@@ -24,6 +24,7 @@ from kio.serial import entity_reader
 
 from broker.protocol.apis import response_class
 from lakefeed_testing.kafka_reference import run_kafka_tool
+from tests.broker.kio_wire import frame, read_frame
 from tests.broker.security.conftest import ADMIN_PASSWORD, SecureBroker
 
 
@@ -157,26 +158,31 @@ def test_kafka_configs_adds_a_scram_user(secure_broker: SecureBroker, tmp_path: 
     assert listed.returncode == 0, listed.stderr[-2000:]
 
 
+def read_response(sock: socket.socket, key: int, version: int) -> Any:
+    cls = response_class(key, version)
+    offset = 4 if cls.__header_schema__.__flexible__ is False else 5  # correlation id, tagged fields
+    return entity_reader(cls)(read_frame(sock), offset)[0]
+
+
+def raw_plain_login(broker: SecureBroker, user: str, password: str) -> socket.socket:
+    """A socket after SaslHandshake v0 (PLAIN) and the raw token; the caller reads the broker's answer."""
+    from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest
+
+    sock = socket.create_connection(("127.0.0.1", broker.ports["SASL_PLAINTEXT"]), timeout=5)
+    sock.sendall(frame(17, 0, SaslHandshakeRequest(mechanism="PLAIN")))
+    assert read_response(sock, 17, 0).error_code == 0
+    token = f"\0{user}\0{password}".encode()
+    sock.sendall(len(token).to_bytes(4, "big") + token)
+    return sock
+
+
 def test_sasl_handshake_v0_then_raw_tokens(secure_broker: SecureBroker) -> None:
     """Kafka's older sequence: SaslHandshake v0, then the SASL tokens as bare size-prefixed frames; a wrong
     password closes the connection (a raw token cannot carry an error code)."""
     from kio.schema.metadata.v12.request import MetadataRequest
-    from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest
-
-    from tests.broker.kio_wire import frame, read_frame
-
-    def read_response(sock: socket.socket, key: int, version: int) -> Any:
-        cls = response_class(key, version)
-        offset = 4 if cls.__header_schema__.__flexible__ is False else 5  # correlation id, tagged fields
-        return entity_reader(cls)(read_frame(sock), offset)[0]
 
     def login(password: str) -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", secure_broker.ports["SASL_PLAINTEXT"]), timeout=5)
-        sock.sendall(frame(17, 0, SaslHandshakeRequest(mechanism="PLAIN")))
-        assert read_response(sock, 17, 0).error_code == 0
-        token = f"\0admin\0{password}".encode()
-        sock.sendall(len(token).to_bytes(4, "big") + token)
-        return sock
+        return raw_plain_login(secure_broker, "admin", password)
 
     with login(ADMIN_PASSWORD) as sock:
         assert sock.recv(4) == b"\0\0\0\0"  # an empty server token: logged in
