@@ -205,6 +205,7 @@ _LISTENER_SCOPED = frozenset(
 )
 # listener.name.<listener>.plain.sasl.jaas.config: the PLAIN users (user_NAME="password" options).
 _JAAS_SUFFIX = ".plain.sasl.jaas.config"
+_SCRAM_JAAS = frozenset({"scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config"})
 
 
 def _synonym_definitions() -> dict[str, ConfigDef]:
@@ -399,6 +400,9 @@ def _listener_scoped(key: str) -> ConfigDef | None:
         return replace(BROKER_CONFIGS[prop], name=key)
     if "." + prop == _JAAS_SUFFIX:
         return ConfigDef(key, ConfigType.PASSWORD, None, "PLAIN users of this listener: user_NAME=\"password\".")
+    if prop in _SCRAM_JAAS:
+        return ConfigDef(key, ConfigType.PASSWORD, None, "Accepted so Kafka's SCRAM server.properties work unchanged;"
+                         " Kafka uses it for its own inter-broker login, which this broker does not make.")
     return None
 
 
