@@ -6,7 +6,6 @@ Modules, one job each:
     session     per-connection state: listener, peer, principal, the SASL exchange in progress
     jaas        the `user_NAME="password"` options of a PLAIN `sasl.jaas.config`
     scram       SCRAM credentials (RFC 5802/7677) and their store
-    scram_server one SCRAM login, server side (Kafka's ScramSaslServer rules)
     sasl        SaslHandshake / SaslAuthenticate with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
     acls        ACL bindings and filters, their store
     authorizer  Kafka's StandardAuthorizer decision rules

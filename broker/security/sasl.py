@@ -5,7 +5,7 @@ A SASL listener's connection may send only ApiVersions, then SaslHandshake namin
 `sasl.enabled.mechanisms`, then SaslAuthenticate rounds carrying the mechanism's tokens; the login
 succeeds with principal `User:<name>`. A failed login answers SASL_AUTHENTICATION_FAILED with Kafka's
 message ("Authentication failed during authentication due to invalid credentials with SASL mechanism
-...") and leaves the connection unauthenticated. The SCRAM exchange is scram_server.py.
+...") and leaves the connection unauthenticated. The SCRAM exchange itself is the `scramp` library's.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import logging
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
+from scramp import ScramException, ScramMechanism  # type: ignore[import-untyped]
 
 from broker.config import BrokerConfig
 from broker.security.jaas import plain_users
 from broker.security.listeners import ListenerSpec
-from broker.security.scram import MIN_ITERATIONS, CredentialStore, ScramCredential
-from broker.security.scram_server import ScramFailure, ScramServer
+from broker.security.scram import MIN_ITERATIONS, CredentialStore
 from broker.security.session import Session
 from broker.security.tls import setting
 
@@ -83,19 +83,27 @@ class SaslAuthenticator:
         server = session.exchange
         try:
             if server is None:
-                server = session.exchange = ScramServer(mechanism, lambda user: self._credential(user, mechanism))
-                return SaslReply(ErrorCode.none, None, server.first(token.decode("utf-8")).encode("utf-8"))
-            final = server.final(token.decode("utf-8")).encode("utf-8")
-        except (ScramFailure, UnicodeDecodeError, ValueError) as exc:
+                server = session.exchange = ScramMechanism(mechanism).make_server(
+                    lambda user: self._auth_info(user, mechanism))
+                server.set_client_first(token.decode("utf-8"))
+                return SaslReply(ErrorCode.none, None, server.get_server_first().encode("utf-8"))
+            # The final nonce must equal the server-first one (RFC 5802; Kafka 4's ScramSaslServer checks equals,
+            # so librdkafka 2.0's repeated client nonce fails against both).
+            server.set_client_final(token.decode("utf-8"))
+            final = server.get_server_final().encode("utf-8")
+        except (ScramException, UnicodeDecodeError) as exc:
             session.exchange = None
-            return self._failed(session, mechanism, getattr(server, "user", None) or "?", invalid, str(exc))
+            user = _scram_user(getattr(server, "client_first_bare", None) or "")
+            return self._failed(session, mechanism, user, invalid, str(exc))
         session.exchange = None
-        reply = self._succeeded(session, server.user or "?")
+        reply = self._succeeded(session, _scram_user(server.client_first_bare))
         return SaslReply(reply.error, reply.message, final)
 
-    def _credential(self, user: str, mechanism: str) -> ScramCredential | None:
+    def _auth_info(self, user: str, mechanism: str) -> tuple[bytes, bytes, bytes, int] | None:
         credential = self._credentials.get(user, mechanism)
-        return credential if credential is not None and credential.iterations >= MIN_ITERATIONS else None
+        if credential is None or credential.iterations < MIN_ITERATIONS:
+            return None
+        return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
     def _succeeded(self, session: Session, user: str) -> SaslReply:
         session.principal = f"User:{user}"
@@ -109,3 +117,11 @@ class SaslAuthenticator:
         log.warning("failed SASL authentication from %s (%s): %s%s", session.client_host, mechanism, message,
                     f" [{detail}]" if detail else "", extra={"user": user, "listener": session.listener.name})
         return SaslReply(ErrorCode.sasl_authentication_failed, message)
+
+
+def _scram_user(client_first_bare: str) -> str:
+    # RFC 5802 saslname: "=2C" is ',' and "=3D" is '='.
+    for attribute in client_first_bare.split(","):
+        if attribute.startswith("n="):
+            return attribute[2:].replace("=2C", ",").replace("=3D", "=")
+    return "?"

@@ -1,5 +1,6 @@
-"""The changefeed's sink and kcat against the secured broker: SASL_SSL with SCRAM, the ACLs a changefeed user
-needs (prefixed topics, CREATE and DESCRIBE_CONFIGS on the cluster), and a denied topic for kcat."""
+"""The changefeed's sink and kcat against the secured broker: the sink over SASL_SSL with SCRAM and the ACLs a
+changefeed user needs (prefixed topics, CREATE and DESCRIBE_CONFIGS on the cluster); kcat over SASL_SSL with
+PLAIN, and a denied topic."""
 
 from __future__ import annotations
 
@@ -48,13 +49,14 @@ def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker) -> 
 
 
 def test_kcat_over_sasl_ssl(secure_broker: SecureBroker) -> None:
-    user = f"kc-{uuid.uuid4().hex[:6]}"
-    add_scram_user(secure_broker, user, "kc-pw")
+    # PLAIN: Debian 12's kcat (librdkafka 2.0) repeats its nonce in the SCRAM final message, which Apache
+    # Kafka 4 and this broker both refuse (RFC 5802).
+    user = "plainuser"
     topic = f"kc-{uuid.uuid4().hex[:6]}"
     _grant(secure_broker, _acl(f"User:{user}", ResourceType.TOPIC, topic, AclOperation.ALL),
            _acl(f"User:{user}", ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE))
     common = ["kcat", "-b", secure_broker.bootstrap("SASL_SSL"), "-X", "security.protocol=SASL_SSL",
-              "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", f"sasl.username={user}", "-X", "sasl.password=kc-pw",
+              "-X", "sasl.mechanisms=PLAIN", "-X", f"sasl.username={user}", "-X", "sasl.password=plain-secret",
               "-X", f"ssl.ca.location={secure_broker.ca.ca_file}", "-X", "log_level=0"]
     produced = subprocess.run([*common, "-P", "-t", topic], input="a\nb\n", capture_output=True, text=True,
                               timeout=30)
