@@ -12,11 +12,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
 from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
+from broker.security.jaas import plain_users
+from broker.security.listeners import listeners, parse_listeners, protocol_map
 
 _LONG_MAX = str((1 << 63) - 1)
 
@@ -141,14 +143,17 @@ def _broker(name: str, kind: ConfigType, doc: str, *, choices: tuple[str, ...] =
     return ConfigDef(name, kind, DEFAULTS[name], doc, (), frozenset(choices), minimum, maximum)
 
 
-_SH = ConfigType.SHORT
+_SH, _P = ConfigType.SHORT, ConfigType.PASSWORD
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # Broker properties that are not topic-config synonyms, typed as Apache Kafka 4 types them
 # (KafkaConfig / ServerConfigs / SocketServerConfigs); the default is DEFAULTS' value.
 _BROKER_LIST = (
     _broker("node.id", _I, "This node's id.", minimum=0),
-    _broker("listeners", _S, "The one PLAINTEXT://HOST:PORT listener clients connect to."),
-    _broker("advertised.listeners", _S, "The PLAINTEXT://HOST:PORT given to clients (default: listeners)."),
-    _broker("listener.security.protocol.map", _S, "LISTENER:PROTOCOL pairs; only PLAINTEXT is supported yet."),
+    _broker("listeners", _S, "NAME://HOST:PORT listeners, comma-separated; NAME is PLAINTEXT, SSL, SASL_PLAINTEXT,"
+            " SASL_SSL or a name mapped in listener.security.protocol.map."),
+    _broker("advertised.listeners", _S, "NAME://HOST:PORT per listener given to clients (default: listeners)."),
+    _broker("listener.security.protocol.map", _S, "LISTENER:PROTOCOL pairs naming each listener's security"
+            " protocol."),
     _broker("log.dirs", _S, "The data directory (one; --data-dir)."),
     _broker("auto.create.topics.enable", _B, "Create a topic on Metadata/Produce for an unknown name."),
     _broker("num.partitions", _I, "Partitions of an auto-created topic.", minimum=1),
@@ -173,7 +178,36 @@ _BROKER_LIST = (
     _broker("replica.lag.time.max.ms", _L, "A follower this far behind leaves the ISR.", minimum=1),
     _broker("metadata.log.max.record.bytes.between.snapshots", _L,
             "Bytes of metadata records applied before a controller snapshots its log.", minimum=1),
+    # Security (broker/security/, docs/broker.md "Security"); any may also be set per listener as
+    # listener.name.<listener>.<property> (see _LISTENER_SCOPED).
+    _broker("ssl.keystore.type", _S, "Key store format: PEM (convert JKS/PKCS12 with keytool/openssl).",
+            choices=("PEM",)),
+    _broker("ssl.keystore.location", _S, "PEM file with this broker's certificate chain and private key."),
+    _broker("ssl.keystore.certificate.chain", _P, "The certificate chain as PEM text (instead of a file)."),
+    _broker("ssl.keystore.key", _P, "The private key as PEM text (instead of a file)."),
+    _broker("ssl.keystore.password", _P, "Accepted for Kafka compatibility; PEM key stores have no store password."),
+    _broker("ssl.key.password", _P, "Password of an encrypted private key."),
+    _broker("ssl.truststore.type", _S, "Trust store format: PEM.", choices=("PEM",)),
+    _broker("ssl.truststore.location", _S, "PEM file with the CA certificates client certificates must chain to."),
+    _broker("ssl.truststore.certificates", _P, "The trusted CA certificates as PEM text (instead of a file)."),
+    _broker("ssl.truststore.password", _P, "Accepted for Kafka compatibility; PEM trust stores have no password."),
+    _broker("ssl.client.auth", _S, "Ask TLS clients for a certificate: required, requested or none.",
+            choices=("required", "requested", "none")),
+    _broker("ssl.enabled.protocols", _LI, "TLS versions accepted.", choices=("TLSv1.2", "TLSv1.3")),
+    _broker("sasl.enabled.mechanisms", _LI, "SASL mechanisms SASL listeners accept.",
+            choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+    _broker("super.users", _S, "Principals every ACL check allows, separated by ';' (User:admin;User:ops)."),
+    _broker("authorizer.class.name", _S, "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACL"
+            " checks; empty: every request is allowed.", choices=("", STANDARD_AUTHORIZER)),
+    _broker("allow.everyone.if.no.acl.found", _B, "Allow access to a resource no ACL matches (Kafka: false)."),
 )
+# Properties that may also be set for one listener as listener.name.<listener>.<property>.
+_LISTENER_SCOPED = frozenset(
+    name for name in (d.name for d in _BROKER_LIST) if name.startswith("ssl.") or name == "sasl.enabled.mechanisms"
+)
+# listener.name.<listener>.plain.sasl.jaas.config: the PLAIN users (user_NAME="password" options).
+_JAAS_SUFFIX = ".plain.sasl.jaas.config"
+_SCRAM_JAAS = frozenset({"scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config"})
 
 
 def _synonym_definitions() -> dict[str, ConfigDef]:
@@ -242,10 +276,13 @@ def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
     (config file or --set) and DEFAULT_CONFIG otherwise. All read-only: no dynamic broker configs."""
     entries = []
     for name in sorted({*BROKER_CONFIGS, *broker.properties}):
-        definition = BROKER_CONFIGS.get(name) or ConfigDef(name, ConfigType.STRING, None, "Broker property.")
-        synonyms = [Synonym(name, definition.default, ConfigSource.DEFAULT_CONFIG)]
+        definition = BROKER_CONFIGS.get(name) or _listener_scoped(name) or ConfigDef(
+            name, ConfigType.STRING, None, "Broker property.")
+        secret = definition.kind is ConfigType.PASSWORD  # Kafka never returns these values (is_sensitive)
+        synonyms = [Synonym(name, None if secret else definition.default, ConfigSource.DEFAULT_CONFIG)]
         if name in broker.properties and broker.properties[name] != definition.default:
-            synonyms.insert(0, Synonym(name, broker.properties[name], ConfigSource.STATIC_BROKER_CONFIG))
+            value = None if secret else broker.properties[name]
+            synonyms.insert(0, Synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
         first = synonyms[0]
         entries.append(ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=True))
     return entries
@@ -303,12 +340,12 @@ def _check_number(definition: ConfigDef, value: str) -> None:
         raise InvalidConfig(f"{name}={value!r}: must be at most {definition.maximum:g}")
 
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Keys of features this broker does not have yet: refused, so nobody believes the broker is secured.
 _UNSUPPORTED_PREFIXES = {
-    "ssl.": "TLS", "sasl.": "SASL authentication", "listener.name.": "per-listener TLS/SASL settings",
-    "security.inter.broker.protocol": "TLS/SASL between brokers", "authorizer.class.name": "ACL authorization",
-    "super.users": "ACL authorization", "principal.builder.class": "TLS/SASL principals",
+    "ssl.": "this TLS setting", "sasl.": "this SASL setting",
+    "listener.name.": "this per-listener setting (ssl.*, sasl.enabled.mechanisms and plain.sasl.jaas.config are)",
+    "security.inter.broker.protocol": "TLS/SASL between brokers", "inter.broker.listener.name": "TLS/SASL between"
+    " brokers", "principal.builder.class": "a custom principal builder",
 }  # fmt: skip
 _SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*([kKmMgGtT]i?[bB]?|[bB])\s*$")
 
@@ -319,12 +356,12 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
     (ConfigException from ConfigDef.parse; booleans must be true/false) but only warns about unknown
     keys; this broker refuses those as well, suggesting the nearest known key, so a typo never goes unseen."""
     for key, value in properties.items():
-        definition = BROKER_CONFIGS.get(key)
+        definition = BROKER_CONFIGS.get(key) or _listener_scoped(key)
         if definition is None:
             raise ConfigError(_unknown_key_message(key))
         try:
             _checked_value(definition, value)
-            check = _SPECIAL_CHECKS.get(key)
+            check = _SPECIAL_CHECKS.get(key) or (plain_users if key.endswith(_JAAS_SUFFIX) else None)
             if check is not None and value.strip():
                 check(value)
         except InvalidConfig as exc:
@@ -333,13 +370,16 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
                 hint = " (sizes are plain byte counts: 1GB is 1073741824)"
             raise ConfigError(f"broker property {exc}{hint}") from None
         except ConfigError as exc:
-            raise ConfigError(f"broker property {key}={value!r}: {exc}") from None
+            shown = "(hidden)" if definition.kind is ConfigType.PASSWORD else repr(value)  # never echo secrets
+            raise ConfigError(f"broker property {key}={shown}: {exc}") from None
+    check_listener_names(properties)
 
 
 def _unknown_key_message(key: str) -> str:
     for prefix, feature in _UNSUPPORTED_PREFIXES.items():
         if key.startswith(prefix):
-            return f"broker property {key}: {feature} is not supported yet by this broker (PLAINTEXT only); remove it"
+            return (f"broker property {key}: {feature} is not supported by this broker; remove it"
+                    " (docs/broker.md lists the supported security properties)")
     if key in TOPIC_CONFIGS:
         broker_names = [prop for prop, _ in TOPIC_CONFIGS[key].synonyms]
         where = f"; the broker-wide default is {broker_names[0]}" if broker_names else ""
@@ -350,32 +390,58 @@ def _unknown_key_message(key: str) -> str:
     return f"unknown broker property {key!r}{hint}"
 
 
+def _listener_scoped(key: str) -> ConfigDef | None:
+    """The definition behind `listener.name.<listener>.<property>`, or None when the key is not one."""
+    if not key.startswith("listener.name."):
+        return None
+    rest = key.removeprefix("listener.name.")
+    listener, _, prop = rest.partition(".")
+    if not listener or not prop:
+        return None
+    if prop in _LISTENER_SCOPED:
+        return replace(BROKER_CONFIGS[prop], name=key)
+    if "." + prop == _JAAS_SUFFIX:
+        return ConfigDef(key, ConfigType.PASSWORD, None, "PLAIN users of this listener: user_NAME=\"password\".")
+    if prop in _SCRAM_JAAS:
+        return ConfigDef(key, ConfigType.PASSWORD, None, "Accepted so Kafka's SCRAM server.properties work unchanged;"
+                         " Kafka uses it for its own inter-broker login, which this broker does not make.")
+    return None
+
+
 def _check_listeners(value: str) -> None:
-    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
-    for entry in entries:
-        protocol = entry.partition("://")[0].upper()
-        if protocol in _SECURITY_PROTOCOLS[1:]:
-            raise ConfigError(f"{protocol} listeners are not supported yet by this broker; use PLAINTEXT://HOST:PORT")
-        Listener.parse(entry)
-    if len(entries) > 1:
-        raise ConfigError("this broker serves one listener (the controller port comes from controller.quorum.voters)"
-                          "; give one PLAINTEXT://HOST:PORT")
-
-
-def _check_protocol_map(value: str) -> None:
+    # Syntax only: whether each NAME has a protocol is checked by check_listener_names, once every property is known.
     for entry in (item.strip() for item in value.split(",") if item.strip()):
-        name, sep, protocol = entry.partition(":")
-        if not sep or not name or protocol.upper() not in _SECURITY_PROTOCOLS:
-            raise ConfigError(f"entry {entry!r} is not LISTENER:PROTOCOL with PROTOCOL one of"
-                              f" {', '.join(_SECURITY_PROTOCOLS)}")
-        if protocol.upper() != "PLAINTEXT":
-            raise ConfigError(f"security protocol {protocol.upper()} is not supported yet by this broker;"
-                              " only PLAINTEXT")
+        Listener.parse(entry)
+
+
+def check_listener_names(properties: Mapping[str, str]) -> None:
+    """Every listener name is mapped to a protocol; SASL listeners have a mechanism; a TLS listener has a key
+    store; in a cluster, one listener (controller.quorum.voters gives the controller port)."""
+    config = BrokerConfig().with_overrides(properties)
+    specs = listeners(config)
+    if config.get("advertised.listeners"):
+        parse_listeners(config.get("advertised.listeners"), protocol_map(config.get("listener.security.protocol.map")))
+    if config.get("controller.quorum.voters") and (len(specs) > 1 or specs[0].protocol != "PLAINTEXT"):
+        # Followers fetch from leaders through the one registered listener, without TLS or SASL for now.
+        raise ConfigError("a cluster node serves one PLAINTEXT listener (TLS/SASL between brokers is not"
+                          f" supported yet); listeners={config.get('listeners')!r}")
+    if config.get("controller.quorum.voters") and config.get("authorizer.class.name"):
+        # ACLs and SCRAM credentials live in each node's data dir, not yet in the cluster metadata: an ACL made
+        # through one node would not hold on the others.
+        raise ConfigError("authorizer.class.name is not supported on a cluster node yet (ACLs are kept per node);"
+                          " remove it or run a single node")
+    from broker.security.tls import server_context, setting
+
+    for spec in specs:
+        if spec.uses_tls:
+            server_context(config, spec.name)
+        if spec.uses_sasl and not setting(config, spec.name, "sasl.enabled.mechanisms").strip():
+            raise ConfigError(f"listener {spec.name} uses SASL but sasl.enabled.mechanisms is empty")
 
 
 _SPECIAL_CHECKS: Mapping[str, Callable[[str], object]] = MappingProxyType({
     "listeners": _check_listeners,
     "advertised.listeners": _check_listeners,
-    "listener.security.protocol.map": _check_protocol_map,
+    "listener.security.protocol.map": protocol_map,
     "controller.quorum.voters": parse_voters,
 })  # fmt: skip

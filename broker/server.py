@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from typing import Any
@@ -39,6 +40,9 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
+from broker.security.layer import SecurityLayer, raw_token_size
+from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
+from broker.security.session import Session
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
 
@@ -76,7 +80,8 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, store: LogStore) -> None:
         self.config = config
         self.state = build_state(config, store)
-        self._server: asyncio.Server | None = None
+        self.security = SecurityLayer(config)
+        self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_request_bytes = config.int("socket.request.max.bytes")
         self.memory = MemoryPool(config.int("queued.max.request.bytes"))
@@ -87,21 +92,23 @@ class BrokerServer:
         )
 
     async def start(self) -> None:
-        listener = self.config.listener
         if self.state.cluster is not None:
             self.state.cluster.replicas.isr_listener = self.metrics.on_isr_change
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.start()
-        self._server = await asyncio.start_server(
-            self._serve_connection, listener.host, listener.port, limit=_STREAM_LIMIT
-        )
+        for spec in self.security.listeners:
+            self._servers.append(await asyncio.start_server(
+                functools.partial(self._serve_connection, spec), spec.host, spec.port, limit=_STREAM_LIMIT,
+                ssl=self.security.ssl_context(spec),
+            ))
+            log.info("listening", extra={"listener": spec.name, "protocol": spec.protocol, "host": spec.host,
+                                         "port": spec.port})
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         self._tasks.add(asyncio.create_task(self._maintain_logs()))
-        log.info("listening", extra={"host": listener.host, "port": listener.port})
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.close()
         await cancel_and_wait(list(self._tasks), 5.0, "broker shutdown")
@@ -124,19 +131,30 @@ class BrokerServer:
             for member in self.state.groups.expire_sessions():
                 log.info("group member session expired", extra={"member": member})
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(
+        self, spec: ListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        # Each connection runs in its own task, hence its own context: handlers answer with this listener's
+        # advertised address (broker/handlers/_placement.py).
+        CURRENT_LISTENER.set(spec.name)
+        session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
         try:
             while True:
-                size = await self._read_size(reader)
+                size = await self._read_size(reader, session.raw_tokens)
                 if size is None:
                     break
                 await self.memory.reserve(size)
                 try:
-                    response = await self._respond(decode_request(await _read_exactly(reader, size)), peer[0])
+                    frame = await _read_exactly(reader, size)
+                    response: bytes | None
+                    if session.raw_tokens:  # SASL tokens after SaslHandshake v0: not Kafka requests
+                        response = self.security.raw_token(session, frame)
+                    else:
+                        response = await self._respond(decode_request(frame), session)
                 finally:
                     self.memory.release(size)
                 if response is not None:
@@ -158,17 +176,20 @@ class BrokerServer:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _read_size(self, reader: asyncio.StreamReader) -> int | None:
-        """The next frame's size, or None when the client closed the connection between requests."""
+    async def _read_size(self, reader: asyncio.StreamReader, raw_token: bool = False) -> int | None:
+        """The next frame's size, or None when the client closed the connection between requests.
+        A raw SASL token (after SaslHandshake v0) may be shorter than any request header."""
         try:
             prefix = await reader.readexactly(4)
         except asyncio.IncompleteReadError as exc:
             if exc.partial:
                 raise
             return None
+        if raw_token:
+            return raw_token_size(prefix, self._max_request_bytes)
         return frame_size(prefix, self._max_request_bytes)
 
-    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> bytes | None:
         header = event.header
         if isinstance(event, UnsupportedRequest):
             if header.api_key == API_VERSIONS_KEY:
@@ -177,9 +198,9 @@ class BrokerServer:
             raise _Unsupported(
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
-        handler = HANDLERS[header.api_key]
+        request = Request(header, event.body, session.client_host)
         started = time.perf_counter()
-        response = await handler(self.state, Request(header, event.body, host))
+        response = await self.security.respond(self.state, session, request, HANDLERS.get(header.api_key))
         self.metrics.observe_request(SUPPORTED[header.api_key].name, event.body, response,
                                      time.perf_counter() - started)
         if response is None:

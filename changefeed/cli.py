@@ -1,7 +1,8 @@
 """The `changefeed` command line: `changefeed server` runs changefeeds; the other commands are clients
 of its HTTP API (docs/changefeed.md).
 
-Exit codes: 0 ok; 1 the server rejected the request (invalid definition; the message says why);
+Exit codes: 0 ok; 1 the server rejected the request (invalid definition, or a missing or wrong
+--auth-token / LAKEFEED_API_TOKEN; the message says why);
 2 usage error; 3 no such changefeed; 4 not allowed in the current state, or the id exists;
 5 the server could not be reached or answered unexpectedly.
 """
@@ -18,14 +19,18 @@ import click
 from changefeed.lifecycle.client import ServerUnreachable, call
 
 EXIT_REJECTED, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNREACHABLE = 1, 3, 4, 5
-_EXIT_BY_STATUS = {400: EXIT_REJECTED, 404: EXIT_NOT_FOUND, 409: EXIT_CONFLICT}
+_EXIT_BY_STATUS = {400: EXIT_REJECTED, 401: EXIT_REJECTED, 404: EXIT_NOT_FOUND, 409: EXIT_CONFLICT}
 DEFAULT_SERVER = "http://127.0.0.1:8300"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="lakefeed", prog_name="changefeed")
-def main() -> None:
+@click.option("--auth-token", envvar="LAKEFEED_API_TOKEN", show_envvar=True,
+              help="bearer token the client commands send to the server (its --auth-token)")
+@click.pass_context
+def main(ctx: click.Context, auth_token: str | None) -> None:
     """Run and control changefeeds (MySQL binlog -> canal-JSON -> Kafka)."""
+    ctx.obj = {"auth_token": auth_token}
 
 
 def _server_option(f: Any) -> Any:
@@ -44,7 +49,8 @@ def _id_option(f: Any) -> Any:
 
 def _request(server: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     try:
-        status, payload = call(server, method, path, body)
+        token = (click.get_current_context().find_root().obj or {}).get("auth_token")
+        status, payload = call(server, method, path, body, token=token)
     except ServerUnreachable as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_UNREACHABLE)

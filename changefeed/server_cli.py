@@ -51,6 +51,8 @@ def _pipeline_url(_: click.Context, __: click.Parameter, value: str | None) -> s
 @click.option("--binlog-probe-interval", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="seconds between reads of each source's binlog head for changefeed_source_binlog_behind_bytes "
                    "(0: off)")
+@click.option("--auth-token", envvar="LAKEFEED_API_TOKEN", show_envvar=True,
+              help="bearer token every API request must carry (all but /api/v2/health); unset: no authentication")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.option("--pipeline-metrics-url", callback=_pipeline_url,
               help="the Spark pipeline's Prometheus endpoint (spark-pipeline run --metrics-port), e.g. "
@@ -59,7 +61,8 @@ def _pipeline_url(_: click.Context, __: click.Parameter, value: str | None) -> s
               help="log lines as text or as JSON objects (docs/configuration.md#logging)")
 def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str | None, lease_ttl: float,
            retry_initial: float, retry_max: float, healthy_after: float, delivery_timeout_ms: int,
-           binlog_probe_interval: float, log_level: str, pipeline_metrics_url: str | None, log_format: str) -> None:
+           binlog_probe_interval: float, auth_token: str | None, log_level: str, pipeline_metrics_url: str | None,
+           log_format: str) -> None:
     """Run changefeeds and serve the HTTP API (the CLI's other commands talk to it)."""
     host, port = _listen(listen)
     logs.configure(log_level, log_format)
@@ -76,8 +79,11 @@ def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str
     owner.start()
     logging.getLogger(__name__).info("server %s: metadata %s, API on %s:%d", owner.server_id,
                                      url.split("@")[-1], host, port)
+    if not auth_token and host not in ("127.0.0.1", "localhost", "::1"):
+        logging.getLogger(__name__).warning("the API on %s:%d has no authentication: anyone who reaches it can"
+                                            " change changefeeds; set --auth-token or LAKEFEED_API_TOKEN", host, port)
     try:
-        app = build_app(store, metrics, pipeline_metrics_url=pipeline_metrics_url)
+        app = build_app(store, metrics, pipeline_metrics_url=pipeline_metrics_url, auth_token=auth_token or None)
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         owner.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.handlers.context import BrokerState
+from broker.security.listeners import CURRENT_LISTENER, advertised
 from broker.topics import Topic
 
 
@@ -31,8 +32,8 @@ class PartitionView:
 
 def brokers(state: BrokerState) -> list[BrokerView]:
     if state.cluster is None:
-        listener = state.config.advertised
-        return [BrokerView(state.config.node_id, listener.host, listener.port, state.config.get("broker.rack") or None)]
+        host, port = advertised(state.config, CURRENT_LISTENER.get())
+        return [BrokerView(state.config.node_id, host, port, state.config.get("broker.rack") or None)]
     return [BrokerView(b.broker_id, b.host, b.port, b.rack) for b in state.cluster.meta.live_brokers()]
 
 

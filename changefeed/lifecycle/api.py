@@ -15,11 +15,13 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from changefeed.console.routes import console_routes
+from changefeed.lifecycle.auth import BearerTokenMiddleware
 from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.openapi import SPEC
 from changefeed.lifecycle.source_uri import redact
@@ -96,7 +98,8 @@ def _text(body: dict[str, Any], key: str, required: bool = False) -> str | None:
 
 
 def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = True,
-              pipeline_metrics_url: str | None = None) -> Starlette:
+              pipeline_metrics_url: str | None = None, auth_token: str | None = None) -> Starlette:
+    """The API; with `auth_token`, every route but the health check needs it as a bearer token."""
     def get_record(cf_id: str) -> ChangefeedRecord | JSONResponse:
         rec = store.get(cf_id)
         return _error(404, "not_found", f"changefeed {cf_id!r} does not exist") if rec is None else rec
@@ -219,7 +222,8 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
             return _error(404, "not_found", f"changefeed {cf_id!r} does not exist")
         return JSONResponse({"id": cf_id, "removed": True})
 
-    return Starlette(routes=[
+    middleware = [Middleware(BearerTokenMiddleware, token=auth_token)] if auth_token else []
+    return Starlette(middleware=middleware, routes=[
         Route("/api/v2/health", health, methods=["GET"]),
         Route("/api/v2/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", prometheus, methods=["GET"]),

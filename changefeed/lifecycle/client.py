@@ -13,10 +13,12 @@ class ServerUnreachable(Exception):
 
 
 def call(server: str, method: str, path: str, body: dict[str, Any] | None = None,
-         timeout: float = 60.0) -> tuple[int, Any]:
+         timeout: float = 60.0, token: str | None = None) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(server.rstrip("/") + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(server.rstrip("/") + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read() or b"null")

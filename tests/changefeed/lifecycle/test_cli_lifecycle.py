@@ -29,6 +29,9 @@ def test_lifecycle_through_the_cli(
                        "--sink-uri", f"kafka://{broker.bootstrap}/{topic}?partition-num=2",
                        "--config", str(config))
     assert created["state"] == "normal" and "***" in created["source"]
+    # The source password never leaves the server: not in listings, not in details (and not in its log, below).
+    shown = cli(server, "query", "-c", "orders").stdout + cli(server, "list").stdout
+    assert f":{mysql.password}@" not in shown and "***" in shown
 
     reader = TopicReader(broker.bootstrap, topic)
     try:
@@ -88,3 +91,4 @@ def test_lifecycle_through_the_cli(
     finally:
         reader.close()
     assert "Traceback" not in server.log(), server.log()[-3000:]
+    assert f":{mysql.password}@" not in server.log()

@@ -1,0 +1,107 @@
+"""SCRAM credentials (RFC 5802, RFC 7677) as Kafka keeps them, and their store.
+
+Kafka stores per user and mechanism the salt, StoredKey = H(HMAC(SaltedPassword, "Client Key")),
+ServerKey = HMAC(SaltedPassword, "Server Key") and the iteration count, never the password.
+AlterUserScramCredentials carries the SaltedPassword the client computed (KIP-554); mechanisms are
+numbered as in Kafka's `ScramMechanism` (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512) and iterations must lie in
+4096..16384 (Kafka's bounds).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from broker.protocol.errors import KafkaApiError
+from broker.security import json_file
+
+MECHANISM_IDS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+MECHANISM_NAMES = {number: name for name, number in MECHANISM_IDS.items()}
+_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+def from_salted_password(mechanism: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
+    digest = _HASHES[mechanism]
+    client_key = hmac.digest(salted_password, b"Client Key", digest)
+    stored_key = hashlib.new(digest, client_key).digest()
+    server_key = hmac.digest(salted_password, b"Server Key", digest)
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def from_password(mechanism: str, password: str, salt: bytes, iterations: int = MIN_ITERATIONS) -> ScramCredential:
+    """RFC 5802 Hi(): PBKDF2 with HMAC of the mechanism's hash (used by tests and tools)."""
+    salted = hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode("utf-8"), salt, iterations)
+    return from_salted_password(mechanism, salt, salted, iterations)
+
+
+def mechanism_name(number: int) -> str:
+    name = MECHANISM_NAMES.get(number)
+    if name is None:
+        raise KafkaApiError(ErrorCode.unsupported_sasl_mechanism,
+                            f"unknown SCRAM mechanism {number}: 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512)")
+    return name
+
+
+def check_iterations(iterations: int) -> None:
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise KafkaApiError(ErrorCode.unacceptable_credential,
+                            f"iterations={iterations}: SCRAM iterations must be {MIN_ITERATIONS}..{MAX_ITERATIONS}")
+
+
+class CredentialStore:
+    """user -> mechanism -> credential, persisted in one JSON file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        raw = json_file.load(path, {})
+        self._users: dict[str, dict[str, ScramCredential]] = {
+            user: {mech: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
+                                         base64.b64decode(c["server_key"]), int(c["iterations"]))
+                   for mech, c in mechs.items()}
+            for user, mechs in raw.items()
+        }
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._users.get(user, {}).get(mechanism)
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]:
+        return {user: dict(mechs) for user, mechs in self._users.items()}
+
+    def upsert(self, user: str, mechanism: str, credential: ScramCredential) -> None:
+        self._users.setdefault(user, {})[mechanism] = credential
+        self._save()
+
+    def delete(self, user: str, mechanism: str) -> None:
+        mechanisms = self._users.get(user, {})
+        if mechanism not in mechanisms:
+            raise KafkaApiError(ErrorCode.resource_not_found,
+                                f"user {user!r} has no {mechanism} credential to delete")
+        del mechanisms[mechanism]
+        if not mechanisms:
+            del self._users[user]
+        self._save()
+
+    def _save(self) -> None:
+        json_file.save(self._path, {
+            user: {mech: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key), "server_key": _b64(c.server_key),
+                          "iterations": c.iterations} for mech, c in mechs.items()}
+            for user, mechs in self._users.items()
+        })
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
