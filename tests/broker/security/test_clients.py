@@ -13,7 +13,7 @@ from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceTyp
 
 from sink.errors import SinkError
 from sink.kafka import KafkaSink, prepare_topic
-from sink.message import Message
+from sink.message import Message, MessageBatch
 from sink.uri import parse_sink_uri
 from tests.broker.security.conftest import SecureBroker
 from tests.broker.security.test_acls import _acl, _grant
@@ -37,15 +37,16 @@ def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker) -> 
     results: list[SinkError | None] = []
     lock = threading.Lock()
 
-    def ack(message: Message, error: SinkError | None) -> None:
+    def ack(error: SinkError | None) -> None:
         with lock:
             results.append(error)
 
-    for i in range(20):
-        sink.send(Message(topic, i % 2, f"k{i}".encode(), f"v{i}".encode()), ack)
+    for first in (0, 10):  # two batches of ten, one acknowledgement each
+        sink.send_batch(MessageBatch.of([Message(topic, i % 2, f"k{i}".encode(), f"v{i}".encode())
+                                         for i in range(first, first + 10)]), ack)
     assert sink.flush(20) == 0
     sink.close()
-    assert results == [None] * 20
+    assert results == [None] * 2
 
 
 def test_kcat_over_sasl_ssl(secure_broker: SecureBroker) -> None:
