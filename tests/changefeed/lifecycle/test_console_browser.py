@@ -120,7 +120,7 @@ def test_console_in_a_real_browser(
            config=config, target=target.isoformat())
     insert_rows(mysql, database, range(0, 100))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    wait = WebDriverWait(browser, 20, poll_frequency=0.2)
+    wait = WebDriverWait(browser, 60, poll_frequency=0.2)  # a loaded CI machine is slow
 
     # Overview: the live changefeed's state, and a lag chart that keeps gaining points.
     browser.get(f"{server.url}/?refresh=0.5#/")
