@@ -9,7 +9,9 @@ server sends file ranges with sendfile, bytes with a plain write.
 from __future__ import annotations
 
 import bisect
+import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,6 +45,28 @@ class FileRange:
     path: str
     position: int
     size: int
+    # The segment's open descriptor (a `SegmentFile`): while the range is in flight the bytes stay
+    # readable even if compaction or retention replaces the file at `path`.
+    file: HasFd | None = field(default=None, compare=False)
+
+    def read(self) -> bytes:
+        """The bytes of the range (the in-memory path; plain TCP sends ranges with sendfile instead)."""
+        if self.file is not None:
+            return os.pread(self.file.fd, self.size, self.position)
+        descriptor = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(descriptor, self.size, self.position)
+        finally:
+            os.close(descriptor)
+
+
+class HasFd(Protocol):
+    fd: int
+
+
+def materialize(chunks: tuple[bytes | FileRange, ...]) -> bytes:
+    """A read's chunks as one bytes object."""
+    return b"".join(chunk.read() if isinstance(chunk, FileRange) else chunk for chunk in chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +101,10 @@ class PartitionLog(Protocol):
 
 class LogStore(Protocol):
     def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog: ...
+    def open_all(
+        self, partitions: Iterable[tuple[str, int, LogConfig]], workers: int | None = None
+    ) -> dict[tuple[str, int], PartitionLog]:
+        """Open (and recover) many logs at start-up, in parallel where the store can."""
     def delete(self, topic: str, partition: int) -> None: ...
     def maintain(self, now_ms: int | None = None) -> None:
         """Retention and compaction of every open log, as each one's cleanup.policy says."""
@@ -197,6 +225,11 @@ class MemoryLogStore:
         if log is None:
             log = self._logs[(topic, partition)] = MemoryPartitionLog(config)
         return log
+
+    def open_all(
+        self, partitions: Iterable[tuple[str, int, LogConfig]], workers: int | None = None
+    ) -> dict[tuple[str, int], PartitionLog]:
+        return {(topic, partition): self.open(topic, partition, config) for topic, partition, config in partitions}
 
     def delete(self, topic: str, partition: int) -> None:
         self._logs.pop((topic, partition), None)

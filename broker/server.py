@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -64,6 +65,12 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
     )
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
+    # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a
+    # thread pool while nothing is served yet.
+    started = time.monotonic()
+    partitions = state.load_logs()
+    log.info("partition logs loaded", extra={"partitions": partitions,
+                                              "seconds": round(time.monotonic() - started, 3)})
     loaded = state.load_offsets()
     if loaded:
         log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})
@@ -96,12 +103,13 @@ class BrokerServer:
         log.info("stopped")
 
     async def _maintain_logs(self) -> None:
-        # On the event loop on purpose: appends run there too, so retention never races an append.
+        # In a worker thread: compaction reads and rewrites whole segments. Each log's lock keeps
+        # retention and segment swaps atomic with respect to appends on the event loop.
         interval = self.config.int("log.retention.check.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.state.store.maintain()
+                await asyncio.to_thread(self.state.store.maintain)
             except Exception:
                 log.exception("log maintenance failed; retrying at the next interval")
 

@@ -165,6 +165,19 @@ class BrokerState:
                 self.producers.restore(topic.name, partition, log.producers.entries.values())
         return log
 
+    def load_logs(self) -> int:
+        """Open every partition's log at start-up, recovering them in parallel threads (Kafka's
+        `LogManager.loadLogs`), so retention and compaction also reach partitions no request touches;
+        returns how many were opened."""
+        wanted = [(topic.name, index, self.log_config(topic)) for topic in self.topics.all()
+                  for index in range(topic.partitions)]
+        for key, log in self.store.open_all(wanted).items():
+            if key not in self._logs:
+                self._logs[key] = log
+                if isinstance(log, ProducerStateLog):
+                    self.producers.restore(key[0], key[1], log.producers.entries.values())
+        return len(wanted)
+
     def require_topic(self, name: str) -> Topic:
         topic = self.topics.get(name)
         if topic is None:

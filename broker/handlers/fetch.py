@@ -20,24 +20,12 @@ from kio.static.primitive import i32, i64
 
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
-from broker.log_store import FileRange
+from broker.log_store import materialize
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.replication.errors import ReplicationError
 from broker.replication.leader_epochs import diverging_epoch, epoch_cache
-
-
-def _read_chunks(chunks: tuple[bytes | FileRange, ...]) -> bytes:
-    parts = []
-    for chunk in chunks:
-        if isinstance(chunk, FileRange):
-            with open(chunk.path, "rb") as file:
-                file.seek(chunk.position)
-                parts.append(file.read(chunk.size))
-        else:
-            parts.append(chunk)
-    return b"".join(parts)
 
 
 def _below(data: bytes, high: int) -> bytes:
@@ -99,7 +87,7 @@ def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, 
         return _PartitionRead(high=high, start=start)
     # Always return at least the first batch so oversized batches still flow.
     result = plog.read(part.fetch_offset, max(min(part.partition_max_bytes, budget), 1))
-    data = _read_chunks(result.chunks)
+    data = materialize(result.chunks)
     if readable < plog.log_end_offset:
         data = _below(data, readable)
     return _PartitionRead(data=data, high=high, start=start)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -54,12 +55,30 @@ def why_invalid(fd: int, position: int, end: int) -> str:
     return "a batch whose CRC does not match its contents"
 
 
+class SegmentFile:
+    """A segment's read descriptor, closed when its last holder lets go (CPython frees it at once).
+
+    A `FileRange` in flight holds it, so the bytes it names stay readable after compaction swaps the
+    segment or retention deletes it; Apache Kafka delays segment deletion (`file.delete.delay.ms`) for the
+    same reason."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 class Segment:
     def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
         self.base_offset = base_offset
         self.path = directory / f"{segment_name(base_offset)}.log"
         self._file = self.path.open("ab")
-        self.fd = os.open(self.path, os.O_RDONLY)
+        self.file = SegmentFile(self.path)
+        self.fd = self.file.fd
         self.size = os.fstat(self._file.fileno()).st_size
         stem = directory / segment_name(base_offset)
         self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
@@ -72,8 +91,11 @@ class Segment:
         self._since_index = 0
         self._max_ts_offset = base_offset
 
-    def load(self, *, verify: bool) -> bool:
-        """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean."""
+    def load(self, *, verify: bool, trusted: bool = False) -> bool:
+        """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean.
+
+        `trusted`: the file was just written and fsynced by this process (the cleaner's output), so a
+        missing index is rebuilt from batch headers without CRC checks."""
         indexes_ok = self._had_indexes and self.index.load() and self.time_index.load()
         if indexes_ok and not len(self.index) and self.size > 2 * self.index_interval:
             indexes_ok = False  # an index emptied by damage: a log this long must have entries
@@ -83,7 +105,7 @@ class Segment:
         self.index.offsets, self.index.positions = [], []
         self.time_index.timestamps, self.time_index.offsets = [], []
         self._since_index, self.max_timestamp, self.next_offset = 0, -1, self.base_offset
-        for header in scan(self.fd, 0, self.size, verify=True):
+        for header in scan(self.fd, 0, self.size, verify=not trusted):
             self._track(header, header.position)
             valid_end = header.position + header.length
         self.index.rewrite()
@@ -173,8 +195,7 @@ class Segment:
 
     def close(self) -> None:
         self.flush(False)
-        self._file.close()
-        os.close(self.fd)
+        self._file.close()  # the read descriptor closes with its last holder (SegmentFile)
         self.index.close()
         self.time_index.close()
 
