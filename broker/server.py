@@ -38,8 +38,10 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
+from broker.protocol.spliced import SplicedResponse, splice
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
+from broker.zero_copy import send_parts, supports_sendfile
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
@@ -124,6 +126,7 @@ class BrokerServer:
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        zero_copy = supports_sendfile(writer)  # Fetch data by sendfile if the transport can (plain TCP)
         try:
             while True:
                 size = await self._read_size(reader)
@@ -135,8 +138,7 @@ class BrokerServer:
                 finally:
                     self.memory.release(size)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await send_parts(writer, response, zero_copy)
         except FrameError as exc:
             log.warning("closing the connection from %s:%s: %s", peer[0], peer[1], exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -163,12 +165,14 @@ class BrokerServer:
             return None
         return frame_size(prefix, self._max_request_bytes)
 
-    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> list[Any] | None:
+        """The response frame as parts: bytes, and file ranges where a handler sends data from segments."""
         header = event.header
         if isinstance(event, UnsupportedRequest):
             if header.api_key == API_VERSIONS_KEY:
                 # Clients probe with their newest ApiVersions; answer v0 so they can pick a version.
-                return encode_response(header.correlation_id, api_versions_response(0, ErrorCode.unsupported_version))
+                return [encode_response(header.correlation_id,
+                                        api_versions_response(0, ErrorCode.unsupported_version))]
             raise _Unsupported(
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
@@ -176,7 +180,9 @@ class BrokerServer:
         response = await handler(self.state, Request(header, event.body, host))
         if response is None:
             return None
-        return encode_response(header.correlation_id, response)
+        if isinstance(response, SplicedResponse):
+            return splice(encode_response(header.correlation_id, response.response), response.inserts)
+        return [encode_response(header.correlation_id, response)]
 
 
 async def _read_exactly(reader: asyncio.StreamReader, size: int) -> bytes:

@@ -5,6 +5,10 @@ send full requests). It is sent once `min_bytes` are available, an error occurs,
 appends wake waiting fetches through the DataNotifier. Each partition returns up to its
 `partition_max_bytes` and the whole response up to `max_bytes`, but the first batch always goes out
 whole so that a batch bigger than the limits cannot stall a consumer (as in Kafka).
+
+Record data read from segments is not copied here: the response carries a token per partition and the
+file ranges go to the server in a `SplicedResponse`, which sends them with sendfile (Kafka's zero-copy
+transfer). Only a consumer reading below a follower-lagged high watermark gets data cut in memory.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from kio.static.primitive import i32, i64
 
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
-from broker.log_store import materialize
+from broker.log_store import FileRange, materialize
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
+from broker.protocol.spliced import Insert, SplicedResponse, new_token
 from broker.replication.errors import ReplicationError
 from broker.replication.leader_epochs import diverging_epoch, epoch_cache
 
@@ -66,7 +71,8 @@ def _diverging(plog: Any, part: Any) -> Any:
 @dataclass(frozen=True)
 class _PartitionRead:
     code: ErrorCode = ErrorCode.none
-    data: bytes = b""
+    chunks: tuple[bytes | FileRange, ...] = ()
+    size: int = 0
     high: int = -1
     start: int = -1
     diverging: Any = None  # a follower's log diverged: answered at once so it truncates before fetching on
@@ -87,14 +93,23 @@ def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, 
         return _PartitionRead(high=high, start=start)
     # Always return at least the first batch so oversized batches still flow.
     result = plog.read(part.fetch_offset, max(min(part.partition_max_bytes, budget), 1))
-    data = materialize(result.chunks)
     if readable < plog.log_end_offset:
-        data = _below(data, readable)
-    return _PartitionRead(data=data, high=high, start=start)
+        data = _below(materialize(result.chunks), readable)
+        return _PartitionRead(chunks=(data,), size=len(data), high=high, start=start)
+    return _PartitionRead(chunks=result.chunks, size=result.size, high=high, start=start)
+
+
+def _records(read: _PartitionRead, inserts: list[Insert]) -> bytes:
+    """The records field: bytes when the data is in memory, else a token the file ranges replace."""
+    if all(isinstance(chunk, bytes) for chunk in read.chunks):
+        return b"".join(read.chunks)  # type: ignore[arg-type]
+    token = new_token()
+    inserts.append(Insert(token, read.size, read.chunks))
+    return token
 
 
 def _collect(
-    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int = -1
+    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int, inserts: list[Insert]
 ) -> tuple[list[Any], int, bool]:
     partition_cls = nested(cls, "PartitionData")
     topic_cls = nested(cls, "FetchableTopicResponse")
@@ -120,7 +135,7 @@ def _collect(
             except KafkaApiError as exc:
                 read = _PartitionRead(code=exc.code)
             errors |= read.code != ErrorCode.none or read.diverging is not None
-            total += len(read.data)
+            total += read.size
             answers.append(
                 build(
                     partition_cls,
@@ -131,7 +146,7 @@ def _collect(
                     log_start_offset=read.start,
                     aborted_transactions=None,
                     preferred_read_replica=-1,
-                    records=read.data,
+                    records=_records(read, inserts),
                     **_diverging_field(partition_cls, read.diverging),
                 )
             )
@@ -157,9 +172,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
     _record_follower_fetches(state, body, by_id, replica_id)
     deadline = time.monotonic() + body.max_wait.total_seconds()
     while True:
-        topics, total, errors = _collect(state, body, cls, by_id, replica_id)
+        inserts: list[Insert] = []
+        topics, total, errors = _collect(state, body, cls, by_id, replica_id, inserts)
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or errors or remaining <= 0 or not body.topics:
             break
         await state.notifier.wait(remaining)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=tuple(topics))
+    response = build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0,
+                     responses=tuple(topics))
+    return SplicedResponse(response, tuple(inserts)) if inserts else response
