@@ -24,6 +24,7 @@ from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
 from broker.coordinator.producers import ProducerStateManager
+from broker.core.single_node import SingleNode
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
@@ -65,6 +66,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
         offsets=OffsetStore(),
         producers=ProducerStateManager(data_dir / "producer-id-block"),
     )
+    state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
     # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a

@@ -25,7 +25,7 @@ from kio.static.primitive import i32, i64
 
 from broker.cluster.replicas import ReplicaManager, TopicPartition
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, apply_batch
-from broker.handlers.context import BrokerState, ProducerStateLog
+from broker.core.state import BrokerState, ProducerStateLog
 from broker.log_store import PartitionLog
 from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request

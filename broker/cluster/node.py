@@ -23,7 +23,7 @@ from broker.controller.quorum import CommittedRecords
 from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
-from broker.handlers.context import BrokerState
+from broker.core.state import BrokerState
 from broker.tasks import cancel_and_wait
 
 if TYPE_CHECKING:

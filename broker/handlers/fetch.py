@@ -13,7 +13,6 @@ transfer). Only a consumer reading below a follower-lagged high watermark gets d
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from dataclasses import dataclass
@@ -29,7 +28,6 @@ from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.spliced import Insert, SplicedResponse, new_token
-from broker.replication.errors import ReplicationError
 from broker.replication.leader_epochs import diverging_epoch, epoch_cache
 
 
@@ -52,15 +50,14 @@ def replica_id_of(body: Any) -> int:
 
 
 def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica_id: int) -> None:
-    if state.cluster is None or replica_id < 0:
+    if replica_id < 0:
         return
     for wanted in body.topics:
         topic = state.topics.by_id(wanted.topic_id) if by_id else state.topics.get(wanted.topic)
         if topic is None:
             continue
         for part in wanted.partitions:
-            with contextlib.suppress(ReplicationError):  # answered per partition in _collect
-                state.cluster.replicas.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
+            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
 
 
 def _diverging(plog: Any, part: Any) -> Any:
@@ -82,7 +79,7 @@ def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, 
     state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
     plog = state.log(topic, part.partition)
     high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
-    if replica_id >= 0 and state.cluster is not None:
+    if replica_id >= 0:  # a follower: only a cluster member has them
         diverging = _diverging(plog, part)
         if diverging is not None:
             return _PartitionRead(high=high, start=start, diverging=diverging)
