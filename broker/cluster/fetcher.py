@@ -29,7 +29,7 @@ from broker.core.state import BrokerState, ProducerStateLog
 from broker.log_store import PartitionLog
 from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request
-from broker.replication.leader_epochs import epoch_cache
+from broker.replication.leader_epochs import EpochEnd, epoch_cache, truncate_on_diverging
 from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.cluster")
@@ -144,9 +144,8 @@ class LeaderFetcher:
             return True  # not (yet) the leader as we think, or fenced: the next metadata update fixes it
         diverging = part.diverging_epoch
         if diverging.epoch >= 0 or diverging.end_offset >= 0:
-            mine = epoch_cache(plog).end_offset_for(int(diverging.epoch), plog.log_end_offset)
-            target = int(diverging.end_offset) if mine.epoch < 0 else min(int(diverging.end_offset), mine.end_offset)
-            self._truncate(tp, plog, target)
+            answer = EpochEnd(int(diverging.epoch), int(diverging.end_offset))
+            self._truncate(tp, plog, truncate_on_diverging(epoch_cache(plog), plog.log_end_offset, answer))
             return False
         if part.records:
             self._append(tp, plog, bytes(part.records))

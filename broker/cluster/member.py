@@ -7,7 +7,6 @@ which spreads them to every broker through the metadata log.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Iterator, Sequence
@@ -179,10 +178,6 @@ class ClusterMember:
 
     async def elect_preferred_leaders(self, partitions: list[TopicPartition], timeout_s: float) -> None:
         await self.node.client.call("elect_preferred_leaders", partitions=[list(tp) for tp in partitions])
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while loop.time() < deadline:
-            if all((info := self.node.meta.partition(t, p)) is not None and info.leader == info.replicas[0]
-                   for t, p in partitions):
-                return
-            await asyncio.sleep(0.02)
+        await self.node.wait_for_metadata(
+            lambda: all((info := self.node.meta.partition(t, p)) is not None and info.leader == info.replicas[0]
+                        for t, p in partitions), timeout_s)
