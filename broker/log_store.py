@@ -9,6 +9,7 @@ server sends file ranges with sendfile, bytes with a plain write.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 import time
 from collections.abc import Iterable
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from broker.protocol import records
+from broker.storage.producer_state import ProducerStateTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,9 @@ class TimestampOffset:
 
 
 class PartitionLog(Protocol):
+    # The partition's one producer-state store, updated by every append and rebuilt by truncation.
+    producers: ProducerStateTable
+
     @property
     def log_start_offset(self) -> int: ...
     @property
@@ -128,6 +133,7 @@ class MemoryPartitionLog:
     _bases: list[int] = field(default_factory=list)
     _start: int = 0
     _end: int = 0
+    producers: ProducerStateTable = field(default_factory=ProducerStateTable)
 
     @property
     def log_start_offset(self) -> int:
@@ -155,6 +161,7 @@ class MemoryPartitionLog:
             chunk = bytes(buffer[header.position : header.position + header.length])
             self._batches.append(_Batch(self._end, last, stamp, chunk))
             self._bases.append(self._end)
+            self.producers.update(dataclasses.replace(header, base_offset=self._end))
             self._end = last + 1
         return AppendResult(base, self._end - 1, append_time, self._start)
 
@@ -206,11 +213,19 @@ class MemoryPartitionLog:
             self._batches.pop()
             self._bases.pop()
         self._end = min(self._end, offset)
+        self._rebuild_producers()
+
+    def _rebuild_producers(self) -> None:
+        self.producers = ProducerStateTable()
+        for batch in self._batches:
+            for header in records.iter_batches(batch.data, verify_crc=False):
+                self.producers.update(header)
 
     def restart_at(self, offset: int) -> None:
         self._batches.clear()
         self._bases.clear()
         self._start = self._end = offset
+        self.producers = ProducerStateTable()
 
     def close(self) -> None:
         pass

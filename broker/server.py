@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
-from broker.coordinator.producers import ProducerStateManager
+from broker.coordinator.producers import ProducerIdAllocator
 from broker.core.single_node import SingleNode
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
@@ -64,7 +64,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
             max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
         ),
         offsets=OffsetStore(),
-        producers=ProducerStateManager(data_dir / "producer-id-block"),
+        producer_ids=ProducerIdAllocator(data_dir / "producer-id-block"),
     )
     state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
     state.offsets.journal = state.write_offsets

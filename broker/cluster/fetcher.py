@@ -25,7 +25,7 @@ from kio.static.primitive import i32, i64
 
 from broker.cluster.replicas import ReplicaManager, TopicPartition
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, apply_batch
-from broker.core.state import BrokerState, ProducerStateLog
+from broker.core.state import BrokerState
 from broker.log_store import PartitionLog
 from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request
@@ -135,7 +135,6 @@ class LeaderFetcher:
                 log.warning("%s-%s: our log ends at %d, before the leader's log start %d; restarting it there",
                             tp[0], tp[1], plog.log_end_offset, part.log_start_offset)
                 plog.restart_at(int(part.log_start_offset))
-                self._reload_producers(tp, plog)
                 return False
             if plog.log_end_offset > part.high_watermark >= 0:
                 self._truncate(tp, plog, int(part.high_watermark))
@@ -169,8 +168,7 @@ class LeaderFetcher:
                             tp[0], tp[1], header.base_offset, plog.log_end_offset)
                 return
             batch = bytes(view[header.position : header.position + header.length])
-            plog.append(batch, header.leader_epoch)
-            self.state.producers.record(tp[0], tp[1], header, header.base_offset)
+            plog.append(batch, header.leader_epoch)  # the log's producer state takes the batch
             if tp[0] == OFFSETS_TOPIC:
                 apply_batch(batch, self.state.offsets.load, self.state.groups.load_group)
         self.state.notifier.notify()
@@ -179,11 +177,4 @@ class LeaderFetcher:
         if offset >= plog.log_end_offset:
             return
         log.warning("%s-%s: truncating the divergent suffix %d..%d", tp[0], tp[1], offset, plog.log_end_offset)
-        plog.truncate_to(offset)
-        self._reload_producers(tp, plog)
-
-    def _reload_producers(self, tp: TopicPartition, plog: PartitionLog) -> None:
-        """After records were removed, the partition's producer state is what its remaining log holds."""
-        self.state.producers.forget(*tp)
-        if isinstance(plog, ProducerStateLog):
-            self.state.producers.restore(tp[0], tp[1], plog.producers.entries.values())
+        plog.truncate_to(offset)  # the log rebuilds its producer state from what remains

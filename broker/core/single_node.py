@@ -149,7 +149,7 @@ class SingleNode:
         pass  # the local copy is the only one
 
     async def next_producer_id(self) -> tuple[int, int]:
-        return self.state.producers.init_producer_id()
+        return self.state.producer_ids.init_producer_id()
 
     async def elect_preferred_leaders(self, partitions: list[TopicPartition], timeout_s: float) -> None:
         pass  # the only replica always leads

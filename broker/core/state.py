@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
@@ -26,7 +26,7 @@ from broker.coordinator.offsets_topic import (
     partition_for,
     replay,
 )
-from broker.coordinator.producers import ProducerStateManager
+from broker.coordinator.producers import ProducerIdAllocator
 from broker.core.notifier import DataNotifier
 from broker.core.role import ClusterRole
 from broker.log_store import AppendResult, LogConfig, LogStore, PartitionLog
@@ -41,14 +41,6 @@ class ReconfigurableStore(Protocol):
     def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None: ...
 
 
-@runtime_checkable
-class ProducerStateLog(Protocol):
-    """A log that keeps its producers' state with its data (the disk store: `producers.entries`)."""
-
-    @property
-    def producers(self) -> Any: ...
-
-
 @dataclass
 class BrokerState:
     config: BrokerConfig
@@ -56,7 +48,7 @@ class BrokerState:
     store: LogStore
     groups: GroupCoordinator
     offsets: OffsetStore
-    producers: ProducerStateManager
+    producer_ids: ProducerIdAllocator  # a single node's; a cluster member's come from the controller
     notifier: DataNotifier = field(default_factory=DataNotifier)
     # Set right after construction (it needs the state): SingleNode, or ClusterMember for a cluster member.
     role: ClusterRole = field(init=False)
@@ -117,8 +109,7 @@ class BrokerState:
         log = self._logs.get(key)
         if log is None:
             log = self._logs[key] = self.store.open(topic.name, partition, self.log_config(topic))
-            if isinstance(log, ProducerStateLog):
-                self.producers.restore(topic.name, partition, log.producers.entries.values())
+            self.producer_ids.seen(log.producers.entries)
         return log
 
     def load_logs(self) -> int:
@@ -130,8 +121,7 @@ class BrokerState:
         for key, log in self.store.open_all(wanted).items():
             if key not in self._logs:
                 self._logs[key] = log
-                if isinstance(log, ProducerStateLog):
-                    self.producers.restore(key[0], key[1], log.producers.entries.values())
+                self.producer_ids.seen(log.producers.entries)
         return len(wanted)
 
     def require_topic(self, name: str) -> Topic:

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
+from broker.coordinator import producers
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol import records
@@ -42,16 +43,12 @@ def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None
                 ErrorCode.message_too_large,
                 f"record batch of {header.length} bytes is over max.message.bytes={limit} of topic {topic.name!r}",
             )
-    duplicates = [state.producers.check(topic.name, partition, header) for header in headers]
+    duplicates = [producers.check(plog.producers, topic.name, partition, header) for header in headers]
     if duplicates and all(d is not None for d in duplicates):
         first, last = duplicates[0], duplicates[-1]
         assert first is not None and last is not None
         return first.base_offset, -1, plog.log_start_offset, last.last_offset + 1
-    result = state.append_as_leader(topic, partition, data)
-    offset = result.base_offset
-    for header in headers:
-        state.producers.record(topic.name, partition, header, offset)
-        offset += header.last_offset_delta + 1
+    result = state.append_as_leader(topic, partition, data)  # the log's producer state takes the batches
     return result.base_offset, result.log_append_time, result.log_start_offset, result.last_offset + 1
 
 
