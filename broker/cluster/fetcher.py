@@ -27,7 +27,6 @@ from broker.cluster.replicas import ReplicaManager, TopicPartition
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, apply_batch
 from broker.core.state import BrokerState
 from broker.log_store import PartitionLog
-from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request
 from broker.replication.leader_epochs import EpochEnd, epoch_cache, truncate_on_diverging
 from broker.tasks import cancel_and_wait
@@ -91,7 +90,7 @@ class LeaderFetcher:
             topic = self.state.topics.get(topic_name)
             if topic is None:
                 continue
-            plog = self.state.log(topic, index)
+            plog = self.state.partitions.log(topic, index)
             by_topic.setdefault(topic_name, []).append(FetchPartition(
                 partition=i32(index), current_leader_epoch=i32(epoch), fetch_offset=i64(plog.log_end_offset),
                 last_fetched_epoch=i32(epoch_cache(plog).latest_epoch()), log_start_offset=i64(plog.log_start_offset),
@@ -129,7 +128,7 @@ class LeaderFetcher:
         topic = self.state.topics.get(tp[0])
         if topic is None:
             return True
-        plog = self.state.log(topic, tp[1])
+        plog = self.state.partitions.log(topic, tp[1])
         if part.error_code == ErrorCode.offset_out_of_range:
             if plog.log_end_offset < part.log_start_offset:  # retention or DeleteRecords on the leader passed us
                 log.warning("%s-%s: our log ends at %d, before the leader's log start %d; restarting it there",
@@ -155,23 +154,9 @@ class LeaderFetcher:
         return False
 
     def _append(self, tp: TopicPartition, plog: PartitionLog, data: bytes) -> None:
-        view = memoryview(data)
-        for header in records.iter_batches(view):
-            if header.base_offset + header.last_offset_delta < plog.log_end_offset:
-                continue  # already have it
-            if header.base_offset < plog.log_end_offset == plog.log_start_offset:
-                # Our log is empty, restarted at the leader's log start, which falls inside this batch: hold the
-                # whole batch, as the leader does (our log start moves to the leader's right after).
-                plog.restart_at(header.base_offset)
-            if header.base_offset != plog.log_end_offset:
-                log.warning("%s-%s: leader sent offset %d, our log ends at %d; refetching",
-                            tp[0], tp[1], header.base_offset, plog.log_end_offset)
-                return
-            batch = bytes(view[header.position : header.position + header.length])
-            plog.append(batch, header.leader_epoch)  # the log's producer state takes the batch
-            if tp[0] == OFFSETS_TOPIC:
+        for batch in self.state.partitions.append_as_follower(tp, plog, data):
+            if tp[0] == OFFSETS_TOPIC:  # a follower keeps the coordinator's state warm for a failover
                 apply_batch(batch, self.state.offsets.load, self.state.groups.load_group)
-        self.state.notifier.notify()
 
     def _truncate(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> None:
         if offset >= plog.log_end_offset:

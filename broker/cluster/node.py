@@ -255,7 +255,7 @@ class ClusterNode:
                     self.replicas.stop_leading(tp)
                 elif part.leader == self.node_id:
                     self._unfollow(tp)
-                    plog = self.state.log(topic, index)
+                    plog = self.state.partitions.log(topic, index)
                     self.replicas.become_leader(
                         tp, part.leader_epoch, part.replicas, part.isr, plog.log_end_offset,
                         int(self.state.topic_config(topic, "min.insync.replicas")),

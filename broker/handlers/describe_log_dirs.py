@@ -61,7 +61,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for topic, index in _hosted(state):
         if wanted is not None and (topic.name, index) not in wanted:
             continue
-        plog = state.log(topic, index)
+        plog = state.partitions.log(topic, index)
         by_topic.setdefault(topic.name, []).append(build(
             partition_cls, partition_index=index, partition_size=_size(plog),
             offset_lag=_offset_lag(state, topic, index, plog), is_future_key=False,

@@ -77,7 +77,7 @@ class _PartitionRead:
 
 def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int) -> _PartitionRead:
     state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
-    plog = state.log(topic, part.partition)
+    plog = state.partitions.log(topic, part.partition)
     high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
     if replica_id >= 0:  # a follower: only a cluster member has them
         diverging = _diverging(plog, part)

@@ -15,7 +15,7 @@ from broker.protocol.errors import KafkaApiError
 
 
 def _end(state: BrokerState, topic: str, partition: int, current_epoch: int, epoch: int) -> tuple[int, int]:
-    plog = state.log(state.require_topic(topic), partition)
+    plog = state.partitions.log(state.require_topic(topic), partition)
     return state.role.end_offset_for_epoch((topic, partition), plog, current_epoch, epoch)
 
 

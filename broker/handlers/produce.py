@@ -15,10 +15,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
-from broker.coordinator import producers
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
-from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError, named_error
 from broker.protocol.framing import RawResponse
@@ -31,25 +29,9 @@ log = logging.getLogger("broker.produce")
 
 def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None) -> tuple[int, int, int, int]:
     """(base offset, log append time, log start offset, end offset) of the appended (or duplicate) data."""
-    state.check_leader(topic.name, partition)
-    plog = state.log(topic, partition)
-    if not data:
-        raise KafkaApiError(ErrorCode.corrupt_message, "produce request without record data")
     limit = int(state.topic_config(topic, "max.message.bytes"))
-    headers = list(records.iter_batches(data))
-    for header in headers:
-        if header.length > limit:
-            raise KafkaApiError(
-                ErrorCode.message_too_large,
-                f"record batch of {header.length} bytes is over max.message.bytes={limit} of topic {topic.name!r}",
-            )
-    duplicates = [producers.check(plog.producers, topic.name, partition, header) for header in headers]
-    if duplicates and all(d is not None for d in duplicates):
-        first, last = duplicates[0], duplicates[-1]
-        assert first is not None and last is not None
-        return first.base_offset, -1, plog.log_start_offset, last.last_offset + 1
-    result = state.append_as_leader(topic, partition, data)  # the log's producer state takes the batches
-    return result.base_offset, result.log_append_time, result.log_start_offset, result.last_offset + 1
+    done = state.partitions.append_as_leader(topic, partition, data, limit)
+    return done.base_offset, done.log_append_time, done.log_start_offset, done.end_offset
 
 
 def _check_in_sync_replicas(state: BrokerState, topic: Topic, partition: int) -> None:
