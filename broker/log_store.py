@@ -94,6 +94,8 @@ class PartitionLog(Protocol):
     @property
     def high_watermark(self) -> int: ...
     def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult: ...
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        """A follower's append: the leader's batches as they are (offsets, epochs, append times kept)."""
     def read(self, offset: int, max_bytes: int) -> ReadResult: ...
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None: ...
     def max_timestamp(self) -> TimestampOffset | None: ...
@@ -164,6 +166,19 @@ class MemoryPartitionLog:
             self.producers.update(dataclasses.replace(header, base_offset=self._end))
             self._end = last + 1
         return AppendResult(base, self._end - 1, append_time, self._start)
+
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        base = self._end
+        for header in records.iter_batches(batch_bytes):
+            if header.base_offset != self._end:
+                raise ValueError(f"replicated batch at offset {header.base_offset}, the log ends at {self._end}")
+            last = header.base_offset + header.last_offset_delta
+            chunk = bytes(batch_bytes[header.position : header.position + header.length])
+            self._batches.append(_Batch(header.base_offset, last, header.max_timestamp, chunk))
+            self._bases.append(header.base_offset)
+            self.producers.update(header)
+            self._end = last + 1
+        return AppendResult(base, self._end - 1, -1, self._start)
 
     def read(self, offset: int, max_bytes: int) -> ReadResult:
         index = max(bisect.bisect_right(self._bases, offset) - 1, 0)

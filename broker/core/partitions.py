@@ -141,7 +141,7 @@ class PartitionManager:
                             tp[0], tp[1], header.base_offset, plog.log_end_offset)
                 break
             batch = bytes(view[header.position : header.position + header.length])
-            plog.append(batch, header.leader_epoch)  # the log updates its producer state and epoch cache
+            plog.append_replicated(batch)  # as the leader wrote it; the log updates producer state and epochs
             appended.append(batch)
         self.notifier.notify()
         return appended

@@ -186,6 +186,32 @@ class DiskPartitionLog:
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, append_time, self._start)
 
+    @_locked
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        """A follower's append (Kafka's `UnifiedLog.appendAsFollower`): the leader's batches byte for byte,
+        with the offsets, leader epochs and append times the leader gave them. They must continue this log."""
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+        base = next_offset = self.log_end_offset
+        for header in headers:
+            if header.base_offset != next_offset:
+                raise ValueError(f"{self.directory.name}: replicated batch at offset {header.base_offset}, the log"
+                                 f" ends at {next_offset}")
+            next_offset += header.last_offset_delta + 1
+        self._maybe_roll(len(batch_bytes))
+        new_epochs = False
+        for header in headers:
+            if not self._epochs or self._epochs[-1][0] < header.leader_epoch:
+                self._epochs.append((header.leader_epoch, header.base_offset))
+                new_epochs = True
+        if new_epochs:
+            checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
+        self._segments[-1].append(batch_bytes, headers)
+        for header in headers:
+            self.producers.update(header)
+        self._unflushed += next_offset - base
+        self._maybe_flush()
+        return AppendResult(base, next_offset - 1, -1, self._start)
+
     def _maybe_roll(self, incoming: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
