@@ -113,6 +113,8 @@ class DiskPartitionLog:
             damaged = not intact
         if not self._segments:
             self._segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
+        for closed in self._segments[:-1]:
+            closed.release()  # only the active segment keeps write handles
 
     def _load_epochs(self) -> list[tuple[int, int]]:
         epochs = checkpoint.read_pairs(self.directory / EPOCHS)

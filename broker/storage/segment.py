@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import crc32c
 
@@ -76,10 +77,13 @@ class Segment:
     def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
         self.base_offset = base_offset
         self.path = directory / f"{segment_name(base_offset)}.log"
-        self._file = self.path.open("ab")
+        self.path.touch()
+        # The append handle is opened on the first append and closed by `release` (a sealed segment keeps
+        # only its read descriptor: Kafka too keeps one channel per segment).
+        self._file: BinaryIO | None = None
         self.file = SegmentFile(self.path)
         self.fd = self.file.fd
-        self.size = os.fstat(self._file.fileno()).st_size
+        self.size = os.fstat(self.fd).st_size
         stem = directory / segment_name(base_offset)
         self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
         self.index = OffsetIndex(directory / f"{segment_name(base_offset)}.index", base_offset)
@@ -154,9 +158,21 @@ class Segment:
         """On roll or clean close Kafka writes a final time index entry for the segment's max timestamp."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self._max_ts_offset)
+        self.release()
+
+    def release(self) -> None:
+        """Close the write handles (data written so far stays in the page cache; `flush(True)` fsyncs it)."""
+        self.flush(False)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.index.close()
+        self.time_index.close()
 
     def append(self, data: bytes | bytearray, headers: list[records.BatchHeader]) -> None:
         start = self.size
+        if self._file is None:
+            self._file = self.path.open("ab")
         self._file.write(data)
         self._file.flush()
         for header in headers:
@@ -174,7 +190,8 @@ class Segment:
         return None
 
     def truncate_to_position(self, position: int) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
         os.truncate(self.path, position)
         self.size = position
         self.index.truncate_to_position(position)
@@ -187,17 +204,15 @@ class Segment:
         self.time_index.truncate_to_offset(self.next_offset)
 
     def flush(self, fsync: bool) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
         self.index.flush()
         self.time_index.flush()
         if fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self.fd)  # the read descriptor reaches the same file: what was written gets to disk
 
     def close(self) -> None:
-        self.flush(False)
-        self._file.close()  # the read descriptor closes with its last holder (SegmentFile)
-        self.index.close()
-        self.time_index.close()
+        self.release()  # the read descriptor closes with its last holder (SegmentFile)
 
     def delete(self) -> None:
         self.close()
