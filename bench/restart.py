@@ -72,6 +72,7 @@ def _build(root: Path, partitions: int, segments: int) -> Path:
     config = StorageConfig(segment_bytes=SEGMENT_BYTES)
     for index in range(partitions):
         log = DiskPartitionLog(data_dir / f"{TOPIC}-{index}", config)
+        log.background = lambda flush: None  # building only: close() fsyncs everything once
         while len(log.segments) <= segments:  # the last one is the (nearly empty) active segment
             log.append(BATCH, leader_epoch=0)
         log.close()
