@@ -1,4 +1,5 @@
-"""A partition log on disk: segments, offsets, reads as file ranges, truncation, recovery on open.
+"""A partition log on disk: segments, offsets, reads as file ranges, truncation; recovery on open is
+broker/storage/loader.py's (Kafka's LogLoader).
 
 Threads: requests use the log on the event loop; the store's background threads fsync rolled segments
 (`flush_sealed`), and run retention and compaction. `lock` guards the segment list and the checkpoint
@@ -24,7 +25,7 @@ from broker.log_store import AppendResult, FileRange, ReadResult, TimestampOffse
 from broker.protocol import records
 from broker.storage import checkpoint
 from broker.storage.config import StorageConfig
-from broker.storage.producer_state import ProducerStateTable
+from broker.storage.loader import load_epochs, load_producers, recover_segments
 from broker.storage.record_view import iter_records
 from broker.storage.segment import Segment
 from broker.storage.validation import validate_batches
@@ -62,12 +63,12 @@ class DiskPartitionLog:
         state = checkpoint.read_offsets(directory / STATE)
         clean = (directory / CLEAN_SHUTDOWN).exists()
         self.recovered_unclean = not clean
-        self._segments: list[Segment] = []
-        self._recover(clean, state.get("recovery-point", 0))
+        self._segments = recover_segments(directory, config.index_interval_bytes, clean,
+                                          state.get("recovery-point", 0))
         self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
         self._start = min(self._start, self.log_end_offset)
-        self._epochs = self._load_epochs()
-        self.producers = self._load_producers()
+        self._epochs = load_epochs(directory / EPOCHS, not clean, self.log_end_offset)
+        self.producers = load_producers(directory, self._segments, self.log_end_offset)
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self._closed = False
@@ -79,57 +80,6 @@ class DiskPartitionLog:
                                         "high-watermark": self.high_watermark}
         if not unchanged:
             self._checkpoint()
-
-    # -- recovery ---------------------------------------------------------------------------
-    def _recover(self, clean: bool, recovery_point: int) -> None:
-        for tmp in [*self.directory.glob("*.tmp"), *self.directory.glob("*.cleaned")]:
-            tmp.unlink()  # a half-written checkpoint or index rewrite; the real file is intact
-        for stray in self.directory.glob("*.index"):
-            if not stray.with_suffix(".log").exists():
-                stray.unlink()  # crash between roll steps: index created, log not
-        for stray in self.directory.glob("*.timeindex"):
-            if not stray.with_suffix(".log").exists():
-                stray.unlink()
-        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
-        # Segments may leave offset gaps (compaction, deleted records) but never overlap. After the
-        # first damaged segment nothing is trusted: later segments are removed.
-        expected = 0
-        damaged = False
-        for base in bases:
-            segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            if damaged or base < expected:
-                _log.warning("recovery: %s: removed, it %s", segment.path,
-                             "follows a damaged segment" if damaged else f"overlaps offsets before {expected}")
-                segment.delete()
-                continue
-            verify = not clean or segment.base_offset >= recovery_point or base == bases[-1]
-            intact = segment.load(verify=verify)
-            if segment.size == 0 and base != bases[-1]:
-                segment.delete()  # an empty closed segment (e.g. crash mid-roll): nothing to keep
-                damaged = damaged or not intact
-                continue
-            self._segments.append(segment)
-            expected = segment.next_offset
-            damaged = not intact
-        if not self._segments:
-            self._segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
-        for closed in self._segments[:-1]:
-            closed.release()  # only the active segment keeps write handles
-
-    def _load_epochs(self) -> list[tuple[int, int]]:
-        epochs = checkpoint.read_pairs(self.directory / EPOCHS)
-        if epochs is None or not self.recovered_unclean:
-            return epochs or []
-        return [(e, o) for e, o in epochs if o < self.log_end_offset]
-
-    def _load_producers(self) -> ProducerStateTable:
-        table, offset = ProducerStateTable.load(self.directory, self.log_end_offset)
-        for segment in self._segments:
-            if segment.next_offset > offset:
-                for header in segment.batches():
-                    if header.base_offset + header.last_offset_delta >= offset:
-                        table.update(header)
-        return table
 
     def _checkpoint(self) -> None:
         # Under `lock` (callers hold it): the background flusher writes the same files.
@@ -388,7 +338,7 @@ class DiskPartitionLog:
             segment.truncate_to_position(cut[0])
         self._start = min(self._start, self.log_end_offset)
         self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
-        self.producers = self._load_producers()
+        self.producers = load_producers(self.directory, self._segments, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._checkpoint()
 
@@ -404,7 +354,7 @@ class DiskPartitionLog:
         self._segments = [Segment(self.directory, offset, self.config.index_interval_bytes)]
         self._start = offset
         self._epochs = []
-        self.producers = self._load_producers()
+        self.producers = load_producers(self.directory, self._segments, self.log_end_offset)
         self.recovery_point = offset
         self._checkpoint()
 
