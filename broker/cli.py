@@ -87,10 +87,12 @@ async def _serve(config: BrokerConfig, store: DiskLogStore) -> int:
     server = BrokerServer(config, store)
     node = None
     if config.get("controller.quorum.voters"):
+        from broker.cluster.member import ClusterMember
         from broker.cluster.node import ClusterNode
 
         try:
-            node = server.state.cluster = ClusterNode(config, server.state)
+            node = ClusterNode(config, server.state)
+            server.state.role = ClusterMember(node)
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             return 2

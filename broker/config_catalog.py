@@ -288,8 +288,9 @@ def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
     return entries
 
 
-class InvalidConfig(ValueError):
-    """A config name or value a topic cannot take; the message names it and the accepted values."""
+class InvalidConfig(ConfigError):
+    """A config name or value a topic cannot take; the message names it and the accepted values (the broker's
+    one ConfigError hierarchy: handlers answer it with INVALID_CONFIG, the CLI prints it and exits)."""
 
 
 def validate_topic_config(name: str, value: str | None) -> str | None:

@@ -23,7 +23,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from broker.cluster.member import ClusterMember
 from broker.protocol.errors import KafkaApiError
+from broker.protocol.spliced import SplicedResponse
 
 if TYPE_CHECKING:
     from broker.handlers.context import BrokerState
@@ -97,8 +99,11 @@ class BrokerMetrics:
                 size = sum(_records_size(p.records) for p in topic.partition_data)
                 self.bytes_in.labels(topic.name).inc(size)
         elif name == "FetchConsumer" and response is not None:  # Kafka leaves replication out of BytesOut too
-            for topic in getattr(response, "responses", ()):
-                size = sum(_records_size(p.records) for p in topic.partitions)
+            spliced = isinstance(response, SplicedResponse)  # records sent from files: tokens in the response
+            sizes = {insert.token: insert.size for insert in response.inserts} if spliced else {}
+            for topic in getattr(response.response if spliced else response, "responses", ()):
+                size = sum(sizes.get(p.records, 0) if spliced and isinstance(p.records, bytes)
+                           else _records_size(p.records) for p in topic.partitions)
                 if size:
                     self.bytes_out.labels(self._topic_name(topic)).inc(size)
 
@@ -127,7 +132,8 @@ class _StateCollector(Collector):
         self.state = state
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        state, cluster = self.state, self.state.cluster
+        state = self.state
+        cluster = state.role.node if isinstance(state.role, ClusterMember) else None
         under = GaugeMetricFamily("kafka_server_replicamanager_underreplicatedpartitions",
                                   "Partitions led here whose ISR is smaller than their replica set")
         under_min = GaugeMetricFamily("kafka_server_replicamanager_underminisrpartitioncount",
@@ -161,12 +167,11 @@ class _StateCollector(Collector):
             under.add_metric([], sum(len(r.isr) < len(r.replicas) for r in led))
             under_min.add_metric([], sum(len(r.isr) < r.min_insync_replicas for r in led))
             leaders.add_metric([], len(led))
-            partitions.add_metric([], len(state._logs))
+            partitions.add_metric([], len(state.partitions.open_logs()))
             is_active = cluster.active_controller() == cluster.node_id
             active.add_metric([], 1 if is_active else 0)
             offline.add_metric([], _offline_partitions(cluster) if is_active else 0)
-        # The partition logs this broker has open (BrokerState keeps them in `_logs`; reading, never changing).
-        for (topic, partition), plog in list(state._logs.items()):
+        for (topic, partition), plog in state.partitions.open_logs():
             labels = [topic, str(partition)]
             segments = getattr(plog, "segments", None)  # the disk log; the in-memory test log has none
             if segments is not None:
@@ -189,9 +194,9 @@ class _StateCollector(Collector):
                 topic = state.topics.get(topic_name)
                 if committed is None or topic is None or not 0 <= partition < topic.partitions:
                     continue
-                plog = state._logs.get((topic_name, partition))
-                if plog is None:
+                if not state.partitions.is_open((topic_name, partition)):
                     continue
+                plog = state.partitions.log(topic, partition)
                 high_watermark = state.high_watermark(topic_name, partition, plog)
                 yield group, topic_name, partition, max(0, high_watermark - committed.offset)
 

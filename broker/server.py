@@ -21,10 +21,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.member import ClusterMember
 from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
-from broker.coordinator.producers import ProducerStateManager
+from broker.coordinator.producers import ProducerIdAllocator
+from broker.core.single_node import SingleNode
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
@@ -40,11 +42,13 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
+from broker.protocol.spliced import SplicedResponse, splice
 from broker.security.layer import SecurityLayer, raw_token_size
 from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
 from broker.security.session import Session
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
+from broker.zero_copy import send_parts, supports_sendfile
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
@@ -66,10 +70,17 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
             max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
         ),
         offsets=OffsetStore(),
-        producers=ProducerStateManager(data_dir / "producer-id-block"),
+        producer_ids=ProducerIdAllocator(data_dir / "producer-id-block"),
     )
+    state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
+    # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a
+    # thread pool while nothing is served yet.
+    started = time.monotonic()
+    partitions = state.load_logs()
+    log.info("partition logs loaded", extra={"partitions": partitions,
+                                              "seconds": round(time.monotonic() - started, 3)})
     loaded = state.load_offsets()
     if loaded:
         log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})
@@ -92,8 +103,8 @@ class BrokerServer:
         )
 
     async def start(self) -> None:
-        if self.state.cluster is not None:
-            self.state.cluster.replicas.isr_listener = self.metrics.on_isr_change
+        if isinstance(self.state.role, ClusterMember):
+            self.state.role.replicas.isr_listener = self.metrics.on_isr_change
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.start()
         for spec in self.security.listeners:
@@ -116,12 +127,13 @@ class BrokerServer:
         log.info("stopped")
 
     async def _maintain_logs(self) -> None:
-        # On the event loop on purpose: appends run there too, so retention never races an append.
+        # In a worker thread: compaction reads and rewrites whole segments. Each log's lock keeps
+        # retention and segment swaps atomic with respect to appends on the event loop.
         interval = self.config.int("log.retention.check.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.state.store.maintain()
+                await asyncio.to_thread(self.state.store.maintain)
             except Exception:
                 log.exception("log maintenance failed; retrying at the next interval")
 
@@ -142,6 +154,7 @@ class BrokerServer:
         # advertised address (broker/handlers/_placement.py).
         CURRENT_LISTENER.set(spec.name)
         session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
+        zero_copy = supports_sendfile(writer)  # Fetch data by sendfile if the transport can (plain TCP)
         try:
             while True:
                 size = await self._read_size(reader, session.raw_tokens)
@@ -150,16 +163,16 @@ class BrokerServer:
                 await self.memory.reserve(size)
                 try:
                     frame = await _read_exactly(reader, size)
-                    response: bytes | None
+                    response: list[Any] | None
                     if session.raw_tokens:  # SASL tokens after SaslHandshake v0: not Kafka requests
-                        response = self.security.raw_token(session, frame)
+                        token = self.security.raw_token(session, frame)
+                        response = None if token is None else [token]
                     else:
                         response = await self._respond(decode_request(frame), session)
                 finally:
                     self.memory.release(size)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await send_parts(writer, response, zero_copy)
         except FrameError as exc:
             log.warning("closing the connection from %s:%s: %s", peer[0], peer[1], exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -189,12 +202,14 @@ class BrokerServer:
             return raw_token_size(prefix, self._max_request_bytes)
         return frame_size(prefix, self._max_request_bytes)
 
-    async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> bytes | None:
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> list[Any] | None:
+        """The response frame as parts: bytes, and file ranges where a handler sends data from segments."""
         header = event.header
         if isinstance(event, UnsupportedRequest):
             if header.api_key == API_VERSIONS_KEY:
                 # Clients probe with their newest ApiVersions; answer v0 so they can pick a version.
-                return encode_response(header.correlation_id, api_versions_response(0, ErrorCode.unsupported_version))
+                return [encode_response(header.correlation_id,
+                                        api_versions_response(0, ErrorCode.unsupported_version))]
             raise _Unsupported(
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
@@ -205,7 +220,9 @@ class BrokerServer:
                                      time.perf_counter() - started)
         if response is None:
             return None
-        return encode_response(header.correlation_id, response)
+        if isinstance(response, SplicedResponse):
+            return splice(encode_response(header.correlation_id, response.response), response.inserts)
+        return [encode_response(header.correlation_id, response)]
 
 
 async def _read_exactly(reader: asyncio.StreamReader, size: int) -> bytes:

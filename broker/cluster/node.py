@@ -8,7 +8,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
@@ -23,7 +23,7 @@ from broker.controller.quorum import CommittedRecords
 from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
-from broker.handlers.context import BrokerState
+from broker.core.state import BrokerState
 from broker.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ class ClusterNode:
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
         self.ready = asyncio.Event()
+        # Notified whenever metadata was applied: waits for a change to arrive use it instead of polling.
+        self.applied = asyncio.Condition()
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
 
@@ -212,7 +214,10 @@ class ClusterNode:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
-            if not batch and not loaded:
+            if batch or loaded:
+                async with self.applied:
+                    self.applied.notify_all()
+            else:
                 await self._wait_for_commits()
 
     async def _wait_for_commits(self) -> None:
@@ -250,7 +255,7 @@ class ClusterNode:
                     self.replicas.stop_leading(tp)
                 elif part.leader == self.node_id:
                     self._unfollow(tp)
-                    plog = self.state.log(topic, index)
+                    plog = self.state.partitions.log(topic, index)
                     self.replicas.become_leader(
                         tp, part.leader_epoch, part.replicas, part.isr, plog.log_end_offset,
                         int(self.state.topic_config(topic, "min.insync.replicas")),
@@ -312,11 +317,11 @@ class ClusterNode:
             await self.client.call("alter_partition", deadline_s=3.0, topic=tp[0], partition=tp[1],
                                    leader=self.node_id, leader_epoch=epoch, isr=list(isr))
             # Wait until the change is applied here, so the next check does not propose it again.
-            for _ in range(40):
+            def applied() -> bool:
                 part = self.meta.partition(*tp)
-                if part is None or set(part.isr) == set(isr) or part.leader_epoch != epoch:
-                    break
-                await asyncio.sleep(0.05)
+                return part is None or set(part.isr) == set(isr) or part.leader_epoch != epoch
+
+            await self.wait_for_metadata(applied, 2.0)
         except (ControllerUnavailable, ControllerRejected) as exc:
             log.warning("ISR change for %s-%s not accepted: %s", tp[0], tp[1], exc)
         finally:
@@ -324,12 +329,18 @@ class ClusterNode:
 
     async def wait_applied(self, index: int, timeout_s: float, what: str) -> None:
         """Until this broker has applied the metadata log up to `index` (a change the controller accepted)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while self.meta_index < index:
-            if loop.time() > deadline:
-                raise ControllerUnavailable(f"{what} was accepted but did not reach this broker in {timeout_s:.0f} s")
-            await asyncio.sleep(0.02)
+        if not await self.wait_for_metadata(lambda: self.meta_index >= index, timeout_s):
+            raise ControllerUnavailable(f"{what} was accepted but did not reach this broker in {timeout_s:.0f} s")
+
+    async def wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Until `condition()` holds on the metadata applied here (checked as each batch is applied), or
+        `timeout_s` passed (False)."""
+        async with self.applied:
+            try:
+                await asyncio.wait_for(self.applied.wait_for(condition), timeout_s)
+            except TimeoutError:
+                return False
+        return True
 
     def active_controller(self) -> int:
         if self.controller is not None and self.controller.ctl.raft.leader is not None:

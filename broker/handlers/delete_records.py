@@ -15,7 +15,7 @@ HIGH_WATERMARK = -1
 
 
 def _delete(state: BrokerState, topic_name: str, partition: int, offset: int) -> int:
-    plog = state.log(state.require_topic(topic_name), partition)
+    plog = state.partitions.log(state.require_topic(topic_name), partition)
     state.check_leader(topic_name, partition)
     if offset == HIGH_WATERMARK:
         offset = plog.high_watermark

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import crc32c
 
@@ -54,13 +56,34 @@ def why_invalid(fd: int, position: int, end: int) -> str:
     return "a batch whose CRC does not match its contents"
 
 
+class SegmentFile:
+    """A segment's read descriptor, closed when its last holder lets go (CPython frees it at once).
+
+    A `FileRange` in flight holds it, so the bytes it names stay readable after compaction swaps the
+    segment or retention deletes it; Apache Kafka delays segment deletion (`file.delete.delay.ms`) for the
+    same reason."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
 class Segment:
     def __init__(self, directory: Path, base_offset: int, index_interval: int) -> None:
         self.base_offset = base_offset
         self.path = directory / f"{segment_name(base_offset)}.log"
-        self._file = self.path.open("ab")
-        self.fd = os.open(self.path, os.O_RDONLY)
-        self.size = os.fstat(self._file.fileno()).st_size
+        self.path.touch()
+        # The append handle is opened on the first append and closed by `release` (a sealed segment keeps
+        # only its read descriptor: Kafka too keeps one channel per segment).
+        self._file: BinaryIO | None = None
+        self.file = SegmentFile(self.path)
+        self.fd = self.file.fd
+        self.size = os.fstat(self.fd).st_size
         stem = directory / segment_name(base_offset)
         self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
         self.index = OffsetIndex(directory / f"{segment_name(base_offset)}.index", base_offset)
@@ -72,8 +95,11 @@ class Segment:
         self._since_index = 0
         self._max_ts_offset = base_offset
 
-    def load(self, *, verify: bool) -> bool:
-        """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean."""
+    def load(self, *, verify: bool, trusted: bool = False) -> bool:
+        """Walk the log, rebuilding indexes if needed; truncate at the first bad byte. True if it was clean.
+
+        `trusted`: the file was just written and fsynced by this process (the cleaner's output), so a
+        missing index is rebuilt from batch headers without CRC checks."""
         indexes_ok = self._had_indexes and self.index.load() and self.time_index.load()
         if indexes_ok and not len(self.index) and self.size > 2 * self.index_interval:
             indexes_ok = False  # an index emptied by damage: a log this long must have entries
@@ -83,7 +109,7 @@ class Segment:
         self.index.offsets, self.index.positions = [], []
         self.time_index.timestamps, self.time_index.offsets = [], []
         self._since_index, self.max_timestamp, self.next_offset = 0, -1, self.base_offset
-        for header in scan(self.fd, 0, self.size, verify=True):
+        for header in scan(self.fd, 0, self.size, verify=not trusted):
             self._track(header, header.position)
             valid_end = header.position + header.length
         self.index.rewrite()
@@ -132,9 +158,21 @@ class Segment:
         """On roll or clean close Kafka writes a final time index entry for the segment's max timestamp."""
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self._max_ts_offset)
+        self.release()
+
+    def release(self) -> None:
+        """Close the write handles (data written so far stays in the page cache; `flush(True)` fsyncs it)."""
+        self.flush(False)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.index.close()
+        self.time_index.close()
 
     def append(self, data: bytes | bytearray, headers: list[records.BatchHeader]) -> None:
         start = self.size
+        if self._file is None:
+            self._file = self.path.open("ab")
         self._file.write(data)
         self._file.flush()
         for header in headers:
@@ -152,7 +190,8 @@ class Segment:
         return None
 
     def truncate_to_position(self, position: int) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
         os.truncate(self.path, position)
         self.size = position
         self.index.truncate_to_position(position)
@@ -165,18 +204,15 @@ class Segment:
         self.time_index.truncate_to_offset(self.next_offset)
 
     def flush(self, fsync: bool) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
         self.index.flush()
         self.time_index.flush()
         if fsync:
-            os.fsync(self._file.fileno())
+            os.fsync(self.fd)  # the read descriptor reaches the same file: what was written gets to disk
 
     def close(self) -> None:
-        self.flush(False)
-        self._file.close()
-        os.close(self.fd)
-        self.index.close()
-        self.time_index.close()
+        self.release()  # the read descriptor closes with its last holder (SegmentFile)
 
     def delete(self) -> None:
         self.close()

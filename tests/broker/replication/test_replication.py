@@ -10,7 +10,13 @@ from broker.replication.errors import (
     NotEnoughReplicasAfterAppend,
     UnknownLeaderEpoch,
 )
-from broker.replication.leader_epochs import EpochEnd, LeaderEpochCache, diverging_epoch, truncation_offset
+from broker.replication.leader_epochs import (
+    EpochEnd,
+    LeaderEpochCache,
+    diverging_epoch,
+    truncate_on_diverging,
+    truncation_offset,
+)
 from broker.replication.partition import PartitionReplication
 from broker.replication.purgatory import Delayed, Purgatory
 
@@ -182,3 +188,13 @@ def test_check_produce_discounts_followers_that_stopped_fetching() -> None:
     with pytest.raises(NotEnoughReplicas):
         p.check_produce(-1, 2600)  # 2 silent as well: the ISR (not yet shrunk) would never acknowledge
     p.check_produce(1, 2600)  # acks=1 does not care
+
+
+def test_truncate_on_diverging_is_the_rule_the_fetcher_runs() -> None:
+    """The three cases of the follower's rule; the last is where the fetcher's own rule (before issue 18) kept
+    a record from an epoch the leader never had: follower [epoch 1 at offset 0], leader [epoch 0 at 0]."""
+    follower = cache([0, 0, 1, 1, 3])  # epochs 0@0, 1@2, 3@4; log end 5
+    assert truncate_on_diverging(follower, 5, EpochEnd(1, 3)) == 3  # both had epoch 1: the smaller end
+    assert truncate_on_diverging(follower, 5, EpochEnd(2, 5)) == 4  # never had 2: our end of epoch 1
+    assert truncate_on_diverging(cache([1]), 1, EpochEnd(0, 1)) == 0  # no epoch that old: keep nothing
+    assert truncation_offset(cache([1]), 1, cache([0]), 1) == 0
