@@ -79,6 +79,8 @@ HELP_ONLY = {
     ".venv/bin/python bench/capture.py": _BENCH,
     "PYTHONPATH=. .venv/bin/python bench/storage.py": _BENCH,
     ".venv/bin/python bench/pipeline.py": _BENCH,
+    "PYTHONPATH=. .venv/bin/python bench/restart.py": "builds a data dir of 1,000 partitions x 10 segments first; "
+                                                      + _BENCH,
 }
 
 
