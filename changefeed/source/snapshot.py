@@ -8,8 +8,10 @@ information_schema is not versioned like rows are, so a DDL committed after the 
 before its schemas were read would give the snapshot, and every binlog change between that position and
 the DDL, a schema the rows do not have (columns shifted; a table renamed away skipped). MariaDB also
 exposes the position of a consistent snapshot (`binlog_snapshot_file` / `binlog_snapshot_position`); we
-read it there to be exact. Without RELOAD the snapshot goes on without the lock and logs a warning that a
-DDL during its first moments is not safe.
+read it there to be exact, so there the lock is only for the schemas: without RELOAD, or when the lock
+waits more than GLOBAL_LOCK_WAIT_S behind a long query or a LOCK TABLES (a waiting FLUSH holds up every
+new write), the snapshot goes on without it and logs a warning that a DDL during its first moments is not
+safe.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 # lock was dropped or renamed (an instant ALTER) before the table's rows were read. Either way a new
 # snapshot sees a settled list.
 _TABLE_CHANGED = (1412, 1146, 1054)
+GLOBAL_LOCK_WAIT_S = 5
 
 
 @dataclass(frozen=True)
@@ -90,13 +93,20 @@ def _global_read_lock(settings: ConnectionSettings, is_mariadb: bool) -> Iterato
     lock = connect(settings)
     try:
         with lock.cursor() as lock_cur:
+            if is_mariadb:
+                # A waiting FLUSH TABLES WITH READ LOCK holds up every new write on the server (behind a long
+                # query or a LOCK TABLES): wait a few seconds at most, then go on as without RELOAD.
+                lock_cur.execute(f"SET SESSION lock_wait_timeout = {GLOBAL_LOCK_WAIT_S}")
             try:
                 lock_cur.execute("FLUSH TABLES WITH READ LOCK")
             except Exception as exc:
-                if not (is_mariadb and mysql_error_code(exc) == 1227):
+                code = mysql_error_code(exc)
+                if not (is_mariadb and code in (1227, 1205)):
                     raise
-                log.warning("snapshot without FLUSH TABLES WITH READ LOCK (the user lacks RELOAD): a DDL "
-                            "committed while the snapshot reads its table schemas is not safe; grant RELOAD")
+                why = ("the user lacks RELOAD; grant RELOAD" if code == 1227 else
+                       f"it waited {GLOBAL_LOCK_WAIT_S} s behind a long query or LOCK TABLES")
+                log.warning("snapshot without FLUSH TABLES WITH READ LOCK (%s): a DDL committed while the "
+                            "snapshot reads its table schemas is not safe", why)
                 yield
                 return
             try:
