@@ -40,6 +40,7 @@ CHANGEFEED_ID = "shop"
 TOPIC = "shop"
 CHANGEFEED_CONFIG = Path(__file__).parent / "changefeeds" / "quickstart.yaml"
 CATCH_UP_TIMEOUT_S = 600
+STATS_SETTLE_S = 10.0  # how long the final table may wait for the statistics to count every change
 
 
 def sink_uri(bootstrap: str, replication_factor: int = 3) -> str:
@@ -75,13 +76,16 @@ def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServ
     console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
 
 
-def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]) -> dict[str, Any]:
-    """Poll `changefeed query`/`statistics` until the checkpoint reaches the binlog end; show progress.
+def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int], changes: int) -> dict[str, Any]:
+    """Poll `changefeed query`/`statistics` until the checkpoint reaches the binlog end and the per-table
+    statistics count the workload's `changes`; show progress.
 
-    `query` comes first: the server stores a changefeed's statistics together with (and counted no
-    earlier than) its checkpoint, so statistics read after a checkpoint at the end count every row up to
-    it. Read the other way round, the last table shown predates the checkpoint that ends the wait."""
+    `query` comes first: the server stores a changefeed's statistics with its checkpoint, so statistics
+    read after a checkpoint at the end should count every row up to it. They once showed fewer (the owner
+    loop's next store had not come yet), so the final table waits for the count too, a few seconds at most:
+    the first screen a user reads must be right."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    settle_until: float | None = None
     with Live(console=console.rich, refresh_per_second=2, transient=False) as live:
         while True:
             detail, _ = cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")
@@ -90,7 +94,10 @@ def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]
             if detail["state"] in ("failed", "finished"):
                 raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")
             if reached(detail, end):
-                break
+                counted = sum(int(t.get("rows", 0)) for t in stats.get("tables", {}).values())
+                settle_until = settle_until or time.monotonic() + STATS_SETTLE_S
+                if counted >= changes or time.monotonic() > settle_until:
+                    break
             if time.monotonic() > deadline:
                 raise click.ClickException(f"the changefeed did not reach {end} in {CATCH_UP_TIMEOUT_S} s")
             time.sleep(1)
@@ -174,7 +181,7 @@ def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path, foll
         end = binlog_end(server)
         console.step(f"workload done: {workload.changes} row changes; binlog ends at {end[0]}:{end[1]}")
         try:
-            stats = wait_caught_up(console, cdc, end)
+            stats = wait_caught_up(console, cdc, end, workload.changes)
         except BaseException:
             if query is not None:
                 query.stop()

@@ -33,7 +33,7 @@ def test_main_job_makes_delta_equal_to_mysql(mysql: MySQLServer, spark: Any, tmp
     written = int(text.split("workload done: ")[1].split()[0])
     caught_up = text.split("workload done: ")[1].split("Delta tables under")[0]
     delivered = [int(m.group(1)) for m in re.finditer(r"shop\.sbtest\d\s*│\s*(\d+)\s*│", caught_up)]
-    assert len(delivered) == len(quickstart.TABLES) and sum(delivered) == written, (delivered, written)
+    assert len(delivered) == len(quickstart.TABLES) and sum(delivered) == written, (delivered, written, caught_up)
     assert "changefeed create --changefeed-id shop" in text  # created through the CLI, as a user does
     assert "changefeed shop: normal" in text  # progress came from `changefeed statistics`/`query`
     assert "equal" in text and "NO" not in text
