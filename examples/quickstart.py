@@ -74,6 +74,15 @@ def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServ
     for line in warnings.splitlines():
         console.step(f"[yellow]{escape(line)}[/]")  # text from the server, not markup
     console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
+    # Its snapshot first (snapshot-mode initial; a position once it is acknowledged), so the workload's every
+    # change goes through the binlog and the final table's delivered rows are the workload's changes. Without
+    # this wait a late snapshot could copy the finished tables instead (fewer rows delivered, Delta as equal).
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while not (cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")[0].get("checkpoint") or {}).get("file"):
+        if time.monotonic() > deadline:
+            raise click.ClickException(f"the changefeed's snapshot did not finish in {CATCH_UP_TIMEOUT_S} s")
+        time.sleep(0.5)
+    console.step("changefeed snapshot done: the workload's changes follow through the binlog")
 
 
 def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int], changes: int) -> dict[str, Any]:
@@ -81,9 +90,8 @@ def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]
     statistics count the workload's `changes`; show progress.
 
     `query` comes first: the server stores a changefeed's statistics with its checkpoint, so statistics
-    read after a checkpoint at the end should count every row up to it. They once showed fewer (the owner
-    loop's next store had not come yet), so the final table waits for the count too, a few seconds at most:
-    the first screen a user reads must be right."""
+    read after a checkpoint at the end count every row up to it; the final table still waits a few seconds
+    at most for the count, so the first screen a user reads is right."""
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
     settle_until: float | None = None
     with Live(console=console.rich, refresh_per_second=2, transient=False) as live:
