@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from lakefeed_common.logs import LOG_FORMATS
 from spark_pipelines.config import load_config
 from spark_pipelines.errors import PipelineError
 
@@ -24,7 +25,7 @@ def main() -> None:
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve Prometheus metrics on this port (/metrics).")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics port binds.")
-@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
               help="Log lines on stderr as text or JSON objects.")
 @click.option("--verbose", is_flag=True, help="Full traces, Spark's INFO lines and the jar resolution report.")
 def run(config_file: Path, once: bool, master: str | None, live: bool, metrics_port: int | None, metrics_host: str,

@@ -12,9 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from lakefeed_common.logs import LOG_FORMATS, formatter
-
-FORMATS = LOG_FORMATS
+from lakefeed_common.logs import formatter
 
 
 class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]

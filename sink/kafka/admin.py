@@ -78,14 +78,7 @@ def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout:
     """Make sure `topic` (default: the URI's) is usable; raise TopicError/SinkError saying why not."""
     name = topic or config.topic
     admin = _admin(config)
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise SinkError(
-            f"cannot reach Kafka brokers {config.bootstrap} within {timeout:.0f} s ({exc}); "
-            "check the sink URI's host:port and that the brokers are up",
-            retriable=True,
-        ) from exc
+    metadata = _list_topics(admin, config, timeout)
     warnings: list[str] = []
     try:
         broker = _broker_configs(admin, metadata, timeout, warnings)
@@ -202,18 +195,23 @@ def _error_text(error: Any) -> str | None:
     return None if error is None else str(error)
 
 
-def describe_cluster(config: KafkaSinkConfig, *, timeout: float = 3.0) -> ClusterMetadata:
-    """The sink cluster's brokers, topics, partition leaders and ISRs, from one Metadata request
-    (librdkafka's `list_topics`, Kafka protocol API key 3). Raises a retriable SinkError when no broker
-    answers within `timeout`."""
+def _list_topics(admin: Any, config: KafkaSinkConfig, timeout: float) -> Any:
+    """One Metadata request; no broker answering in time is a retriable SinkError saying what to check."""
     try:
-        metadata = _admin(config).list_topics(timeout=timeout)
+        return admin.list_topics(timeout=timeout)
     except KafkaException as exc:
         raise SinkError(
             f"cannot reach Kafka brokers {config.bootstrap} within {timeout:.0f} s ({exc}); "
             "check the sink URI's host:port and that the brokers are up",
             retriable=True,
         ) from exc
+
+
+def describe_cluster(config: KafkaSinkConfig, *, timeout: float = 3.0) -> ClusterMetadata:
+    """The sink cluster's brokers, topics, partition leaders and ISRs, from one Metadata request
+    (librdkafka's `list_topics`, Kafka protocol API key 3). Raises a retriable SinkError when no broker
+    answers within `timeout`."""
+    metadata = _list_topics(_admin(config), config, timeout)
     brokers = tuple(BrokerMetadata(int(b.id), str(b.host), int(b.port)) for b in sorted(metadata.brokers.values(),
                                                                             key=lambda b: b.id))
     topics = tuple(
