@@ -22,6 +22,7 @@ from broker.log_store import PartitionLog
 from broker.protocol.errors import KafkaApiError, named_error
 from broker.replication.errors import ReplicationError
 from broker.replication.leader_epochs import epoch_cache
+from broker.replication.partition import PartitionReplication
 from broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -84,9 +85,18 @@ class ClusterMember:
     def wait_for_isr(self, tp: TopicPartition, end: int, timeout_ms: int) -> Awaitable[None]:
         return self.replicas.wait_for_isr(tp, end, timeout_ms)
 
-    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
+    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int, log_start: int) -> None:
         with contextlib.suppress(ReplicationError):  # answered per partition when the fetch reads it
-            self.replicas.on_follower_fetch(tp, replica_id, fetch_offset)
+            self.replicas.on_follower_fetch(tp, replica_id, fetch_offset, log_start)
+
+    def wait_for_low_watermark(self, tp: TopicPartition, plog: PartitionLog, offset: int,
+                               timeout_ms: int) -> Awaitable[int]:
+        def low_watermark(repl: PartitionReplication) -> int:
+            live = {b.broker_id for b in self.node.meta.live_brokers()}
+            return repl.low_watermark(plog.log_start_offset, live)
+
+        with replication_errors():
+            return self.replicas.wait_for_low_watermark(tp, offset, timeout_ms, low_watermark)
 
     def offset_lag(self, tp: TopicPartition, plog: PartitionLog) -> int:
         return max(self.replicas.high_watermark(tp) - plog.log_end_offset, 0)

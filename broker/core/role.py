@@ -56,7 +56,13 @@ class ClusterRole(Protocol):
     def wait_for_isr(self, tp: TopicPartition, end: int, timeout_ms: int) -> Awaitable[None]:
         """Done once every in-sync replica has offsets below `end` (raises ReplicationError/TimeoutError)."""
 
-    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None: ...
+    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int, log_start: int) -> None:
+        """A follower fetched from `fetch_offset` with its log starting at `log_start` (-1: not told)."""
+
+    def wait_for_low_watermark(self, tp: TopicPartition, plog: PartitionLog, offset: int,
+                               timeout_ms: int) -> Awaitable[int]:
+        """DeleteRecords: the low watermark once every live replica's log starts at `offset` or later
+        (raises ReplicationError/TimeoutError)."""
 
     def offset_lag(self, tp: TopicPartition, plog: PartitionLog) -> int:
         """DescribeLogDirs: how far this replica's log end is behind the high watermark it knows (>= 0)."""

@@ -63,8 +63,14 @@ class SingleNode:
         done.set_result(None)  # the ISR is this broker, which has the data
         return done
 
-    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
+    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int, log_start: int) -> None:
         pass  # no followers
+
+    def wait_for_low_watermark(self, tp: TopicPartition, plog: PartitionLog, offset: int,
+                               timeout_ms: int) -> Awaitable[int]:
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        done.set_result(plog.log_start_offset)  # the only replica
+        return done
 
     def offset_lag(self, tp: TopicPartition, plog: PartitionLog) -> int:
         return max(plog.high_watermark - plog.log_end_offset, 0)

@@ -57,7 +57,8 @@ def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica
         if topic is None:
             continue
         for part in wanted.partitions:
-            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
+            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset,
+                                         int(getattr(part, "log_start_offset", -1)))
 
 
 def _diverging(plog: Any, part: Any) -> Any:

@@ -30,6 +30,7 @@ class ReplicaState:
     last_caught_up_ms: int = 0  # last time this replica's LEO reached the leader's LEO
     last_fetch_leader_leo: int = 0  # the leader's LEO at this replica's previous fetch
     last_fetch_ms: int = 0
+    log_start: int = 0  # the log start offset this replica reported with its last fetch
 
 
 @dataclass
@@ -86,11 +87,15 @@ class PartitionReplication:
         st.last_caught_up_ms = now_ms
         return self._update_hw()
 
-    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched from `fetch_offset` (its LEO); returns whether the high watermark moved."""
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, log_start: int = -1) -> bool:
+        """A follower fetched from `fetch_offset` (its LEO) with its log starting at `log_start` (-1: not
+        told); returns whether the high watermark or the follower's log start moved."""
         if replica_id not in self.replica_state:
             raise NotLeaderOrFollower(f"broker {replica_id} is not a replica of this partition {self.replicas}")
         st = self.replica_state[replica_id]
+        start_moved = log_start >= 0 and log_start != st.log_start
+        if log_start >= 0:
+            st.log_start = log_start
         st.leo = min(fetch_offset, self.leader_leo)
         if st.leo >= self.leader_leo:
             st.last_caught_up_ms = now_ms
@@ -100,7 +105,14 @@ class PartitionReplication:
             st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
         st.last_fetch_leader_leo = self.leader_leo
         st.last_fetch_ms = now_ms
-        return self._update_hw()
+        return self._update_hw() or start_moved
+
+    def low_watermark(self, leader_log_start: int, live: set[int]) -> int:
+        """The lowest log start over this leader and every follower on a live broker (Kafka's
+        `Partition.lowWatermarkIfLeader`): DeleteRecords is done once it reaches the requested offset, so no
+        replica that may lead next still serves the deleted records."""
+        starts = [self.replica_state[r].log_start for r in self.replicas if r != self.leader_id and r in live]
+        return min([leader_log_start, *starts])
 
     def _update_hw(self) -> bool:
         new = min(self.replica_state[r].leo for r in self.isr)

@@ -198,3 +198,14 @@ def test_truncate_on_diverging_is_the_rule_the_fetcher_runs() -> None:
     assert truncate_on_diverging(follower, 5, EpochEnd(2, 5)) == 4  # never had 2: our end of epoch 1
     assert truncate_on_diverging(cache([1]), 1, EpochEnd(0, 1)) == 0  # no epoch that old: keep nothing
     assert truncation_offset(cache([1]), 1, cache([0]), 1) == 0
+
+
+def test_the_low_watermark_is_the_lowest_log_start_over_the_leader_and_live_followers() -> None:
+    p = PartitionReplication(leader_id=1, leader_epoch=0, replicas=(1, 2, 3), isr=(1, 2, 3))
+    assert p.on_follower_fetch(2, 10, 1, log_start=5)  # a moved log start counts as progress
+    p.on_follower_fetch(3, 10, 1, log_start=0)
+    assert p.low_watermark(7, live={1, 2, 3}) == 0
+    assert p.low_watermark(7, live={1, 2}) == 5  # a follower on a fenced broker does not hold it back
+    assert not p.on_follower_fetch(3, 10, 2, log_start=-1)  # not told: kept
+    p.on_follower_fetch(3, 10, 3, log_start=9)
+    assert p.low_watermark(7, live={1, 2, 3}) == 5
