@@ -98,7 +98,11 @@ class Delivery:
                 if len(self._pending) >= BATCH_MESSAGES or self._pending_bytes >= BATCH_BYTES:
                     self._flush()
             elif isinstance(event, DDLEvent):
+                # A DDL is a batch of its own, after every change before it (TiCDC writes DDL once the DML
+                # before it is flushed): the rows after it fill whole batches again.
+                self._flush()
                 self._send_ddl(event)
+                self._flush()
             elif isinstance(event, TransactionCommit):
                 # Sent before the boundary is queued: the checkpoint waits for this transaction's batch.
                 self._flush()

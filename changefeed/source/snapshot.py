@@ -2,6 +2,14 @@
 consistent-snapshot transaction whose binlog position is known, so streaming from exactly that
 position afterwards neither misses nor repeats a change.
 
+Each table's rows follow a CREATE TABLE event with the table's `SHOW CREATE TABLE` text, as Debezium's snapshot
+emits a schema change per table: a consumer learns every captured table, also one that is empty when the
+snapshot reads it, which sends no row (the Spark pipeline creates its Delta table from it; a consumer applying
+DDL treats it as CREATE TABLE IF NOT EXISTS, which it is: the table exists). It is read just before the table's
+rows, not under the lock (SHOW CREATE TABLE waits behind a LOCK TABLES ... WRITE, which would hold up every
+table's rows): when its columns are not the ones read under the lock, a DDL ran in between, and the snapshot
+starts over. The event passes the changefeed's DDL event filters like any CREATE TABLE.
+
 The position, the list of tables and every table's schema are read under a short FLUSH TABLES WITH READ
 LOCK (needs RELOAD), released before the rows are read, as Debezium's `snapshot.locking.mode=minimal` does:
 information_schema is not versioned like rows are, so a DDL committed after the snapshot's position but
@@ -18,13 +26,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from changefeed.errors import ServerConfigError, SnapshotRetryError
 from changefeed.filter import ChangeFilter
-from changefeed.model import Checkpoint, Column, Position, RowChange, TableName, TableSchema, TransactionCommit
+from changefeed.model import (
+    Checkpoint,
+    Column,
+    DDLEvent,
+    DDLKind,
+    Position,
+    RowChange,
+    TableName,
+    TableSchema,
+    TransactionCommit,
+)
 from changefeed.source.mounter import SnapshotMounter
 from changefeed.source.schema_tracker import SchemaTracker
 from changefeed.source.server import (
@@ -44,6 +63,7 @@ log = logging.getLogger(__name__)
 # snapshot sees a settled list.
 _TABLE_CHANGED = (1412, 1146, 1054)
 GLOBAL_LOCK_WAIT_S = 5
+_SHOWN_COLUMN = re.compile(r"^  `((?:[^`]|``)+)` ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -119,9 +139,10 @@ def _global_read_lock(settings: ConnectionSettings, is_mariadb: bool) -> Iterato
 
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
              is_mariadb: bool, commit_ts: Callable[[int], int], chunk_size: int = 5000,
-             on_progress: ProgressCallback | None = None) -> Iterator[RowChange | TransactionCommit]:
-    """Yield every row of every captured table as a snapshot INSERT, then a TransactionCommit whose
-    checkpoint is the binlog position the snapshot is consistent with."""
+             on_progress: ProgressCallback | None = None) -> Iterator[RowChange | DDLEvent | TransactionCommit]:
+    """Yield, per captured table, its CREATE TABLE event (unless the DDL event filters drop it) and every row
+    as a snapshot INSERT; then a TransactionCommit whose checkpoint is the binlog position the snapshot is
+    consistent with."""
     conn = connect(settings, autocommit=False)
     try:
         with conn.cursor() as cur:
@@ -136,6 +157,9 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
             log.info("snapshot consistent with binlog %s: %d table(s)", position, len(schemas))
             total = 0
             for schema in schemas:
+                create = _create_table(cur, schema, ts, position)
+                if change_filter.keeps_ddl(create):
+                    yield create
                 for change in _read_table(cur, schema, ts, position, chunk_size, on_progress):
                     total += 1
                     yield change
@@ -150,6 +174,17 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
     finally:
         conn.close()
     yield TransactionCommit(Checkpoint(position, ts), total)
+
+
+def _create_table(cur: Any, schema: TableSchema, ts: int, position: Position) -> DDLEvent:
+    cur.execute(f"SHOW CREATE TABLE {_quote(schema.schema)}.{_quote(schema.table)}")
+    sql = str(cur.fetchone()[1])
+    # The server writes one column per line, "  `name` type ...", before the keys (also MySQL 8).
+    shown = tuple(name.replace("``", "`") for name in _SHOWN_COLUMN.findall(sql))
+    if shown != schema.column_names:
+        raise SnapshotRetryError(f"taking the snapshot: {schema.name} changed under it (columns {list(shown)}, "
+                                 f"read as {list(schema.column_names)} at the snapshot's position)")
+    return DDLEvent(sql, DDLKind.CREATE_TABLE, schema.schema, (schema.name,), ts, position, (schema,))
 
 
 def _read_table(cur: Any, schema: TableSchema, ts: int, position: Position, chunk_size: int,

@@ -36,7 +36,7 @@ from spark_pipelines.io.history import close_all, ensure_history_column, merge_h
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
 from spark_pipelines.transforms.counts import per_table
-from spark_pipelines.transforms.create_table import created_shape
+from spark_pipelines.transforms.create_table import created_shape, if_not_exists
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import changes_of
@@ -208,7 +208,8 @@ class ApplyBatch:
         if ddl["type"] == CREATE:
             shape = created_shape(ddl["sql"], ddl["database"])
             assert shape is not None  # schema_changes keeps only CREATE TABLE it can read
-            created = create_table(spark, path, shape, ddl[SEQ], history=self.config.scd_type == 2,
+            created = create_table(spark, path, shape, ddl[SEQ], if_not_exists=if_not_exists(ddl["sql"]),
+                                   history=self.config.scd_type == 2,
                                    change_data_feed=self.config.maintenance.change_data_feed)
             return {f"{ddl['database']}.{ddl['table']}"} if created else set()
         if not exists(spark, path):

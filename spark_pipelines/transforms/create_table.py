@@ -4,8 +4,9 @@ canal-JSON DDL messages carry only the SQL, no column types. For the common form
 `CREATE TABLE t (col type [attributes], ..., PRIMARY KEY (...))` the pipeline reads each column's
 type into the `mysqlType` spelling rows use (`decimal(10,2)`, `int unsigned`, `enum('a','b')`) so the
 Delta table exists, with the right types, before its first row. Anything this reader is not sure
-about (CREATE ... LIKE / SELECT, generated columns, types without an exact Spark type, no primary
-key) gives None: the table then appears with its first row, as before.
+about (CREATE ... LIKE / SELECT, generated columns, types without an exact Spark type, no key) gives None: the
+table then appears with its first row, as before. The key is the primary key, else the first unique key whose
+columns are all NOT NULL (the handle key TiCDC and the changefeed key such a table's rows by).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ _TABLE_CLAUSE = re.compile(r"^(?:CONSTRAINT\b|PRIMARY\s+KEY|UNIQUE\b|KEY\b|INDEX
                            r"CHECK\b|PERIOD\b)", re.IGNORECASE)
 _PRIMARY = re.compile(r"^(?:CONSTRAINT\s+(?:" + _NAME + r"\s+)?)?PRIMARY\s+KEY\s*(?:USING\s+\w+\s*)?\((.*)\)",
                       re.IGNORECASE | re.DOTALL)
+_UNIQUE = re.compile(r"^(?:CONSTRAINT\s+(?:" + _NAME + r"\s+)?)?UNIQUE\s+(?:KEY\s+|INDEX\s+)?(?:" + _NAME +
+                     r"\s*)?(?:USING\s+\w+\s*)?\((.*)\)", re.IGNORECASE | re.DOTALL)
+_NOT_NULL = re.compile(r"\bNOT\s+NULL\b", re.IGNORECASE)
 _GENERATED = re.compile(r"\b(?:GENERATED\s+ALWAYS|AS\s*\()", re.IGNORECASE)
 _BINARY_CHARSET = re.compile(r"\b(?:CHARACTER\s+SET|CHARSET)\s*=?\s*'?binary\b", re.IGNORECASE)
 _SYNONYMS = {
@@ -121,6 +125,22 @@ def definition_type(definition: str) -> ColumnType:
     return _column(definition)[1]
 
 
+def if_not_exists(sql: str) -> bool:
+    """Whether a CREATE TABLE statement is CREATE TABLE IF NOT EXISTS (comments and executable comments read
+    as MySQL reads them)."""
+    try:
+        text = executable_sql(sql)
+    except DDLParseError:
+        return False
+    head = _HEAD.match(text)
+    return head is not None and re.search(r"\bIF\s+NOT\s+EXISTS\b", head.group(0), re.IGNORECASE) is not None
+
+
+def _key_columns(parts: str) -> list[str]:
+    """`a`, b(10) DESC -> [a, b]: the columns of a key's parenthesised part."""
+    return [_unquote(re.split(r"[\s(]", part.strip(), maxsplit=1)[0]) for part in split_clauses(parts)]
+
+
 def created_shape(sql: str, default_db: str) -> TableShape | None:
     """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
     try:
@@ -135,10 +155,13 @@ def created_shape(sql: str, default_db: str) -> TableShape | None:
     body, rest = _parenthesised(text[head.end() - 1:])
     if body is None or re.search(r"\b(?:SELECT|LIKE)\b", rest, re.IGNORECASE) or re.match(r"\s*LIKE\b", body, re.I):
         return None
-    columns, key = [], []
+    columns, key, uniques, not_null = [], [], [], set()
     for clause in split_clauses(body):
         if primary := _PRIMARY.match(clause):
-            key = [_unquote(re.split(r"[\s(]", part.strip(), maxsplit=1)[0]) for part in split_clauses(primary[1])]
+            key = _key_columns(primary[1])
+            continue
+        if unique := _UNIQUE.match(clause):
+            uniques.append(_key_columns(unique[1]))
             continue
         if _TABLE_CLAUSE.match(clause):
             continue
@@ -151,6 +174,12 @@ def created_shape(sql: str, default_db: str) -> TableShape | None:
         columns.append((name, ctype))
         if re.search(r"\bPRIMARY\s+KEY\b", after, re.IGNORECASE):
             key = [name]
+        if _NOT_NULL.search(after):
+            not_null.add(name)
+        if re.search(r"\bUNIQUE\b", after, re.IGNORECASE):
+            uniques.append([name])
+    if not key:
+        key = next((unique for unique in uniques if set(unique) <= not_null), [])
     names = {name for name, _ in columns}
     if not key or not columns or not set(key) <= names:
         return None
