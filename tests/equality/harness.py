@@ -37,13 +37,10 @@ DISPATCHERS = ("default", "table", "index-value", "columns", "ts")
 # Features the pipeline does not follow yet: CI leaves these kinds out, each with its reason. Shorten the
 # list when a fix lands (the long command runs every kind and shows what is still broken).
 KNOWN_UNFIXED: dict[str, str] = {
-    # "no_primary_key" is fixed (keyed by the message key: tests/spark_pipelines/transforms/test_shapes.py), and
-    # the part of "concurrent_snapshot" where a DDL raced the snapshot's schema reads (schemas now read under
-    # its global read lock: tests/changefeed/source/test_snapshot.py). Left:
-    "concurrent_snapshot": "a table that is empty when the snapshot reads it sends no message, so Delta has no "
-                           "table until its first row (seed 1, size 30,4,20, ts dispatcher: a TRUNCATE made "
-                           "the snapshot start over, numbers was empty by then and never written again; MySQL "
-                           "has the empty table). Fix: the snapshot sends each table's CREATE TABLE first",
+    # Fixed and now run in CI: "no_primary_key" (keyed by the message key: tests/spark_pipelines/transforms/
+    # test_shapes.py) and "concurrent_snapshot" (schemas read under the snapshot's global read lock, and each
+    # table's CREATE TABLE before its rows, so an empty table reaches Delta: tests/changefeed/source/
+    # test_snapshot.py, tests/spark_pipelines/jobs/test_table_ddl.py).
 }
 CATCH_UP_TIMEOUT_S = 300
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
