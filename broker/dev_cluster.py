@@ -87,8 +87,6 @@ class DevCluster:
             raise DevClusterError(f"--rack-count must be at least 1, got {rack_count}")
         if metrics_port is not None and not 1024 <= metrics_port <= 65536 - nodes:
             raise DevClusterError(f"--metrics-port {metrics_port} leaves no room for {nodes} ports in 1024..65535")
-        # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
-        check_broker_properties(settings or {})
         self.nodes = nodes
         self.data_dir = data_dir
         self._file_lock = threading.Lock()  # nodes may be restarted from several threads at once
@@ -99,6 +97,8 @@ class DevCluster:
         self.metrics_base_port = metrics_port
         self.listener_names = tuple(name.upper() for name in listener_names)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
+        check_broker_properties({**self.node_settings(1), "listeners": self.listeners(1)})
         # A TLS quorum (controller listener mapped to SSL) is asked for its status over TLS as well.
         config = BrokerConfig().with_overrides(self.settings)
         controller_listener, protocol = controller_protocol(config)
