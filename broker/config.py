@@ -73,6 +73,11 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "ssl.truststore.password": "",
         "ssl.client.auth": "none",
         "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+        "ssl.endpoint.identification.algorithm": "https",
+        # Which listener brokers and the controller quorum use (broker/security/listeners.py): empty means the
+        # first listener and a PLAINTEXT quorum.
+        "inter.broker.listener.name": "",
+        "controller.listener.names": "",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
         "super.users": "",
         "authorizer.class.name": "",

@@ -18,7 +18,14 @@ from types import MappingProxyType
 
 from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
 from broker.security.jaas import plain_users
-from broker.security.listeners import listeners, parse_listeners, protocol_map
+from broker.security.listeners import (
+    all_listeners,
+    controller_protocol,
+    inter_broker_listener,
+    listeners,
+    parse_listeners,
+    protocol_map,
+)
 
 _LONG_MAX = str((1 << 63) - 1)
 
@@ -194,6 +201,11 @@ _BROKER_LIST = (
     _broker("ssl.client.auth", _S, "Ask TLS clients for a certificate: required, requested or none.",
             choices=("required", "requested", "none")),
     _broker("ssl.enabled.protocols", _LI, "TLS versions accepted.", choices=("TLSv1.2", "TLSv1.3")),
+    _broker("ssl.endpoint.identification.algorithm", _S, "https: a broker connecting to another over TLS checks"
+            " that the certificate names the host it connects to; empty: it does not.", choices=("https", "")),
+    _broker("inter.broker.listener.name", _S, "The listener other brokers connect to (default: the first one)."),
+    _broker("controller.listener.names", _S, "The controller quorum's listener name; its entry in"
+            " listener.security.protocol.map (PLAINTEXT or SSL) secures the quorum."),
     _broker("sasl.enabled.mechanisms", _LI, "SASL mechanisms SASL listeners accept.",
             choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
     _broker("super.users", _S, "Principals every ACL check allows, separated by ';' (User:admin;User:ops)."),
@@ -345,8 +357,8 @@ def _check_number(definition: ConfigDef, value: str) -> None:
 _UNSUPPORTED_PREFIXES = {
     "ssl.": "this TLS setting", "sasl.": "this SASL setting",
     "listener.name.": "this per-listener setting (ssl.*, sasl.enabled.mechanisms and plain.sasl.jaas.config are)",
-    "security.inter.broker.protocol": "TLS/SASL between brokers", "inter.broker.listener.name": "TLS/SASL between"
-    " brokers", "principal.builder.class": "a custom principal builder",
+    "security.inter.broker.protocol": "security.inter.broker.protocol (name the listener with"
+    " inter.broker.listener.name instead)", "principal.builder.class": "a custom principal builder",
 }  # fmt: skip
 _SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*([kKmMgGtT]i?[bB]?|[bB])\s*$")
 
@@ -417,27 +429,54 @@ def _check_listeners(value: str) -> None:
 
 def check_listener_names(properties: Mapping[str, str]) -> None:
     """Every listener name is mapped to a protocol; SASL listeners have a mechanism; a TLS listener has a key
-    store; in a cluster, one listener (controller.quorum.voters gives the controller port)."""
+    store; a cluster node's inter-broker and controller listeners are ones it can connect with
+    (broker/security/listeners.py, docs/broker.md "Security")."""
     config = BrokerConfig().with_overrides(properties)
     specs = listeners(config)
     if config.get("advertised.listeners"):
         parse_listeners(config.get("advertised.listeners"), protocol_map(config.get("listener.security.protocol.map")))
-    if config.get("controller.quorum.voters") and (len(specs) > 1 or specs[0].protocol != "PLAINTEXT"):
-        # Followers fetch from leaders through the one registered listener, without TLS or SASL for now.
-        raise ConfigError("a cluster node serves one PLAINTEXT listener (TLS/SASL between brokers is not"
-                          f" supported yet); listeners={config.get('listeners')!r}")
-    if config.get("controller.quorum.voters") and config.get("authorizer.class.name"):
-        # ACLs and SCRAM credentials live in each node's data dir, not yet in the cluster metadata: an ACL made
-        # through one node would not hold on the others.
-        raise ConfigError("authorizer.class.name is not supported on a cluster node yet (ACLs are kept per node);"
-                          " remove it or run a single node")
-    from broker.security.tls import server_context, setting
+    inter_broker = inter_broker_listener(config)
+    from broker.security.tls import client_context, server_context, setting
 
+    if config.get("controller.quorum.voters"):
+        _check_cluster_security(config, inter_broker.name)
     for spec in specs:
         if spec.uses_tls:
             server_context(config, spec.name)
         if spec.uses_sasl and not setting(config, spec.name, "sasl.enabled.mechanisms").strip():
             raise ConfigError(f"listener {spec.name} uses SASL but sasl.enabled.mechanisms is empty")
+    if config.get("controller.quorum.voters"):
+        if inter_broker.uses_tls:
+            client_context(config, inter_broker.name)
+        name, protocol = controller_protocol(config)
+        if protocol == "SSL":
+            client_context(config, name)
+            if "controller" in config.get("process.roles"):
+                server_context(config, name)
+
+
+def _check_cluster_security(config: BrokerConfig, inter_broker: str) -> None:
+    """What a cluster node cannot do yet, refused with the reason: brokers authenticate each other by mutual TLS
+    only, and SCRAM credentials and ACLs live in each node's data dir, not in the cluster metadata, so one made
+    through one node would not hold on the others."""
+    for spec in listeners(config):
+        if spec.uses_sasl:
+            raise ConfigError(f"listener {spec.name} is {spec.protocol}: a cluster node serves no SASL listener yet"
+                              " (SCRAM credentials are kept per node, not in the cluster metadata); use SSL, with"
+                              " ssl.client.auth=required to authenticate brokers by certificate")
+    if config.get("authorizer.class.name"):
+        raise ConfigError("authorizer.class.name is not supported on a cluster node yet (ACLs are kept per node,"
+                          " not in the cluster metadata); remove it or run a single node")
+    name, protocol = controller_protocol(config)
+    if protocol not in ("PLAINTEXT", "SSL"):
+        raise ConfigError(f"controller listener {name} is {protocol}: the controller quorum speaks PLAINTEXT or SSL"
+                          " (mutual TLS with ssl.client.auth=required authenticates its members)")
+    voters = parse_voters(config.get("controller.quorum.voters"))
+    for spec in all_listeners(config):
+        if spec.name == name and voters.get(config.node_id) != (spec.host, spec.port):
+            raise ConfigError(f"listener {spec.name}://{spec.host}:{spec.port} is the controller listener but"
+                              f" controller.quorum.voters gives node {config.node_id}"
+                              f" {voters.get(config.node_id)}; make them the same address")
 
 
 _SPECIAL_CHECKS: Mapping[str, Callable[[str], object]] = MappingProxyType({

@@ -13,6 +13,7 @@ import asyncio
 import datetime
 import itertools
 import logging
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -40,9 +41,10 @@ _RESPONSE_READER = entity_reader(FetchResponse)
 class LeaderFetcher:
     def __init__(
         self, node_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None], state: BrokerState,
-        replicas: ReplicaManager,
+        replicas: ReplicaManager, tls: ssl.SSLContext | None = None,
     ) -> None:
         self.node_id = node_id
+        self.tls = tls  # set when the inter-broker listener is SSL (inter.broker.listener.name)
         self.leader_id = leader_id
         self.address = address
         self.state = state
@@ -68,8 +70,12 @@ class LeaderFetcher:
                 await asyncio.sleep(0.2)
                 continue
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(*target, limit=1 << 20), 2.0)
-            except (OSError, TimeoutError):
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                    *target, limit=1 << 20, ssl=self.tls, server_hostname=target[0] if self.tls else None), 2.0)
+            except (OSError, TimeoutError) as exc:
+                # An ssl.SSLError (an OSError) is worth a line: a certificate problem never heals by retrying.
+                if isinstance(exc, ssl.SSLError):
+                    log.warning("TLS handshake with broker %s failed: %s", self.leader_id, exc)
                 await asyncio.sleep(0.2)
                 continue
             try:

@@ -23,6 +23,7 @@ from broker.protocol.errors import KafkaApiError, named_error
 from broker.replication.errors import ReplicationError
 from broker.replication.leader_epochs import epoch_cache
 from broker.replication.partition import PartitionReplication
+from broker.security.listeners import CURRENT_LISTENER
 from broker.topics import Topic
 
 if TYPE_CHECKING:
@@ -109,7 +110,10 @@ class ClusterMember:
 
     # --- metadata -------------------------------------------------------------------------------
     def brokers(self) -> list[BrokerView]:
-        return [BrokerView(b.broker_id, b.host, b.port, b.rack) for b in self.node.meta.live_brokers()]
+        """Every live broker at its address on the listener the request came in on (Kafka answers Metadata per
+        listener), so a client of the SSL client listener is never sent to the inter-broker one."""
+        listener = CURRENT_LISTENER.get()
+        return [BrokerView(b.broker_id, *b.address(listener), b.rack) for b in self.node.meta.live_brokers()]
 
     def controller_id(self) -> int:
         return self.node.active_controller()

@@ -1,5 +1,9 @@
 """One broker of a cluster: runs its controller quorum member (if a voter), registers and heartbeats,
-follows the committed metadata log, and turns partition changes into leader/follower roles."""
+follows the committed metadata log, and turns partition changes into leader/follower roles.
+
+Brokers reach each other through the inter-broker listener and the quorum through the controller listener
+(Kafka's `inter.broker.listener.name` and `controller.listener.names`), over TLS when that listener is SSL:
+the contexts are built here, once, from the listener's `ssl.*` settings (broker/security/tls.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from broker.core.state import BrokerState
+from broker.security.listeners import advertised, advertised_endpoints, controller_protocol, inter_broker_listener
+from broker.security.tls import client_context, server_context
 from broker.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -50,8 +56,15 @@ class ClusterNode:
             raise ConfigError(
                 f"process.roles has controller but node.id={self.node_id} is not in controller.quorum.voters"
             )
-        self.client = ControllerClient(self.voters)
-        self.metadata_client = ControllerClient(self.voters)
+        controller_listener, controller_security = controller_protocol(config)
+        quorum_tls = controller_security == "SSL"
+        self.controller_tls = client_context(config, controller_listener) if quorum_tls else None
+        self.controller_server_tls = (server_context(config, controller_listener)
+                                      if quorum_tls and self.is_voter else None)
+        self.inter_broker = inter_broker_listener(config)
+        self.inter_broker_tls = client_context(config, self.inter_broker.name) if self.inter_broker.uses_tls else None
+        self.client = ControllerClient(self.voters, tls=self.controller_tls)
+        self.metadata_client = ControllerClient(self.voters, tls=self.controller_tls)
         self.meta = MetadataState()
         self.meta_index = 0
         self.topic_admin = TopicAdmin(self)
@@ -81,6 +94,7 @@ class ClusterNode:
 
             self.controller = TcpController(
                 self.node_id, self.voters, self.config.data_dir / "__cluster_metadata",
+                tls_server=self.controller_server_tls, tls_client=self.controller_tls,
                 session_timeout_ms=self.config.int("broker.session.timeout.ms"),
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
@@ -120,7 +134,10 @@ class ClusterNode:
 
     # --- broker registration and heartbeats ------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
-        listener = self.config.advertised
+        # Kafka's registration: the inter-broker listener's address (what followers fetch from) and every
+        # listener's, so clients are told the address of the listener they use.
+        host, port = advertised(self.config, self.inter_broker.name)
+        endpoints = [list(endpoint) for endpoint in advertised_endpoints(self.config)]
         rack = self.config.get("broker.rack") or None
         # At least three heartbeats per session, so one slow heartbeat never fences a live broker.
         interval = min(self.config.int("broker.heartbeat.interval.ms"),
@@ -129,9 +146,8 @@ class ClusterNode:
         while not self._stop.is_set():
             try:
                 if not registered:
-                    answer = await self.client.call("register", broker_id=self.node_id, host=listener.host,
-                                                    port=listener.port, rack=rack,
-                                                    incarnation=self.incarnation)
+                    answer = await self.client.call("register", broker_id=self.node_id, host=host, port=port,
+                                                    rack=rack, incarnation=self.incarnation, endpoints=endpoints)
                     self._registered_at = int(answer.get("index", 0))
                     registered = True
                     log.info("registered with the controller", extra={"node": self.node_id})
@@ -279,7 +295,7 @@ class ClusterNode:
         if fetcher is None:
             fetcher = self.fetchers[part.leader] = LeaderFetcher(
                 self.node_id, part.leader, functools.partial(self.broker_address, part.leader), self.state,
-                self.replicas,
+                self.replicas, self.inter_broker_tls,
             )
         fetcher.partitions[tp] = part.leader_epoch
         fetcher.start()
@@ -294,7 +310,7 @@ class ClusterNode:
 
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
         info = self.meta.brokers.get(broker_id)
-        return None if info is None or info.fenced else (info.host, info.port)
+        return None if info is None or info.fenced else info.address(self.inter_broker.name)
 
     # --- ISR maintenance (leader side) --------------------------------------------------------------
     async def _isr_loop(self) -> None:

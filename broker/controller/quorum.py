@@ -144,7 +144,8 @@ class QuorumController:
         except NotLeader as e:
             raise NotController(f"this node is not the active controller; try node {e.leader}") from e
 
-    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str) -> int:
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str,
+                        endpoints: tuple[tuple[str, str, int], ...] = ()) -> int:
         """Register a broker process (Kafka's BrokerRegistration).
 
         A broker id seen before with another incarnation is a restarted process: its log may have lost what
@@ -158,13 +159,13 @@ class QuorumController:
         recs: list[r.Record] = []
         if known is None or known.incarnation == incarnation:
             # A new broker, or the same process registering again: it lost nothing, nothing to fence.
-            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation))
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, endpoints=endpoints))
             if known is not None and known.fenced:
                 recs += on_broker_unfenced(self.state, broker_id)
         else:
             if not known.fenced:
                 recs += [r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)]
-            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, fenced=True))
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, fenced=True, endpoints=endpoints))
         index = self._propose(recs)
         self.heartbeats.touch(broker_id, self.now_ms)
         return index

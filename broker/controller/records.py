@@ -22,6 +22,9 @@ class RegisterBroker:
     # A broker process that replaces an earlier one (new incarnation) registers fenced, as in KRaft: it
     # serves nothing until its heartbeat shows the controller it is back, and it rejoins ISRs by catching up.
     fenced: bool = False
+    # (listener name, host, port) of every listener, as Kafka's RegisterBrokerRecord endpoints: a client is told
+    # the address of the listener it came through; host/port above are the inter-broker listener's.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)

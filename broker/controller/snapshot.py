@@ -19,7 +19,7 @@ def state_records(state: MetadataState) -> list[r.Record]:
     """Records that rebuild `state` when applied in order to an empty `MetadataState`."""
     out: list[r.Record] = []
     for b in sorted(state.brokers.values(), key=lambda b: b.broker_id):
-        out.append(r.RegisterBroker(b.broker_id, b.host, b.port, b.rack, b.incarnation, b.fenced))
+        out.append(r.RegisterBroker(b.broker_id, b.host, b.port, b.rack, b.incarnation, b.fenced, b.endpoints))
         if b.last_heartbeat_ms:  # only logs from before heartbeats left the log have these
             out.append(r.BrokerHeartbeat(b.broker_id, b.last_heartbeat_ms))
     for t in sorted(state.topics.values(), key=lambda t: t.name):

@@ -25,6 +25,11 @@ class BrokerInfo:
     incarnation: str
     fenced: bool
     last_heartbeat_ms: int
+    endpoints: tuple[tuple[str, str, int], ...] = ()  # (listener, host, port); host/port: the inter-broker one
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """Where to reach this broker through `listener` (the inter-broker address when it has no such one)."""
+        return next(((host, port) for name, host, port in self.endpoints if name == listener), (self.host, self.port))
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,8 @@ class MetadataState:
         self.applied += 1
         if isinstance(record, r.RegisterBroker):
             self.brokers[record.broker_id] = BrokerInfo(
-                record.broker_id, record.host, record.port, record.rack, record.incarnation, record.fenced, 0
+                record.broker_id, record.host, record.port, record.rack, record.incarnation, record.fenced, 0,
+                record.endpoints,
             )
         elif isinstance(record, r.BrokerHeartbeat):
             b = self.brokers.get(record.broker_id)

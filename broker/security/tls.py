@@ -7,6 +7,11 @@ Key stores and trust stores are PEM, as Kafka's `ssl.keystore.type=PEM` / `ssl.t
 Each property may be given per listener as `listener.name.<name>.ssl.<...>`, which wins (Kafka's rule).
 `ssl.client.auth` = required | requested | none asks clients for certificates; a verified client
 certificate makes the principal `User:<subject DN>` (RFC 4514, like Kafka's default principal builder).
+
+A broker connecting to another (follower fetches, the controller quorum) is a TLS client with the same listener's
+settings, as Kafka's inter-broker client: it verifies the server against the trust store, checks the server's
+name when `ssl.endpoint.identification.algorithm=https` (Kafka's default) and presents the key store's
+certificate, which a listener with `ssl.client.auth=required` demands (mutual TLS).
 """
 
 from __future__ import annotations
@@ -35,18 +40,34 @@ def setting(config: BrokerConfig, listener: str, key: str) -> str:
 def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     """The server-side TLS context of `listener`; raises ConfigError naming the missing or bad property."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _set_versions(context, config, listener)
+    _load_key_store(context, config, listener)
+    auth = setting(config, listener, "ssl.client.auth").lower() or "none"
+    context.verify_mode = _CLIENT_AUTH[auth]
+    if auth != "none":
+        _load_trust_store(context, config, listener, "has ssl.client.auth set")
+    return context
+
+
+def client_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    """The TLS context this broker connects to another broker's `listener` with (see the module docstring);
+    raises ConfigError naming the missing or bad property."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _set_versions(context, config, listener)
+    _load_trust_store(context, config, listener, "is how brokers reach each other over TLS")
+    context.check_hostname = setting(config, listener, "ssl.endpoint.identification.algorithm").lower() == "https"
+    if any(setting(config, listener, key) for key in ("ssl.keystore.location", "ssl.keystore.certificate.chain")):
+        _load_key_store(context, config, listener)
+    return context
+
+
+def _set_versions(context: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
     versions = [v.strip() for v in setting(config, listener, "ssl.enabled.protocols").split(",") if v.strip()]
     unknown = [v for v in versions if v not in _PROTOCOL_VERSIONS]
     if unknown or not versions:
         raise ConfigError(f"ssl.enabled.protocols={','.join(versions)!r}: use TLSv1.2 and/or TLSv1.3")
     context.minimum_version = min(_PROTOCOL_VERSIONS[v] for v in versions)
     context.maximum_version = max(_PROTOCOL_VERSIONS[v] for v in versions)
-    _load_key_store(context, config, listener)
-    auth = setting(config, listener, "ssl.client.auth").lower() or "none"
-    context.verify_mode = _CLIENT_AUTH[auth]
-    if auth != "none":
-        _load_trust_store(context, config, listener)
-    return context
 
 
 def _load_key_store(context: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
@@ -95,7 +116,7 @@ def _pem(text: str) -> str:
     return "\n".join(out)
 
 
-def _load_trust_store(context: ssl.SSLContext, config: BrokerConfig, listener: str) -> None:
+def _load_trust_store(context: ssl.SSLContext, config: BrokerConfig, listener: str, why: str) -> None:
     location = setting(config, listener, "ssl.truststore.location")
     certificates = setting(config, listener, "ssl.truststore.certificates")
     try:
@@ -104,7 +125,7 @@ def _load_trust_store(context: ssl.SSLContext, config: BrokerConfig, listener: s
         elif certificates:
             context.load_verify_locations(cadata=_pem(certificates))
         else:
-            raise ConfigError(f"listener {listener} has ssl.client.auth set but no trust store: set"
+            raise ConfigError(f"listener {listener} {why} but has no trust store: set"
                               " ssl.truststore.location (PEM CA certificates) or ssl.truststore.certificates")
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(f"cannot load the TLS trust store of listener {listener}: {exc}") from None

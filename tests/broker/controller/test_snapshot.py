@@ -111,3 +111,17 @@ def test_the_snapshot_is_as_big_as_the_state_not_the_history() -> None:
 def test_a_bad_snapshot_is_named() -> None:
     with pytest.raises(ValueError, match="bad metadata snapshot"):
         from_snapshot({"records": [{"kind": "register_broker"}]})
+
+
+def test_listener_endpoints_survive_the_json_log_and_a_snapshot() -> None:
+    """A broker's per-listener addresses (Kafka's RegisterBrokerRecord endpoints) come back from the JSON records
+    and from a snapshot: without them a client of the CLIENT listener would be sent to the INTERNAL one."""
+    record = r.RegisterBroker(1, "127.0.0.1", 9094, None, "inc", endpoints=(("CLIENT", "h", 9093),
+                                                                         ("INTERNAL", "127.0.0.1", 9094)))
+    state = MetadataState()
+    state.apply(r.from_dict(json.loads(json.dumps(r.to_dict(record)))))
+    rebuilt = from_snapshot(json.loads(json.dumps(to_snapshot(state))))
+    broker = rebuilt.brokers[1]
+    assert broker.address("CLIENT") == ("h", 9093)
+    assert broker.address("INTERNAL") == ("127.0.0.1", 9094)
+    assert broker.address("OTHER") == ("127.0.0.1", 9094)  # unknown listener: the inter-broker address

@@ -85,12 +85,33 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms='GSSAPI': each item must be one of PLAIN"),
     ({"listener.name.sasl_ssl.plain.sasl.jaas.config": "user_a=b"}, "expected a JAAS entry like"),
     ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SASL_SSL://127.0.0.1:1"},
-     "a cluster node serves one PLAINTEXT listener"),
+     "listener SASL_SSL is SASL_SSL: a cluster node serves no SASL listener yet (SCRAM credentials are kept per"
+     " node"),
     ({"controller.quorum.voters": "1@127.0.0.1:1",
       "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
      "authorizer.class.name is not supported on a cluster node yet"),
-], ids=["missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "jaas", "cluster-sasl", "cluster-acls"])
-def test_bad_security_settings_are_refused(properties: dict[str, str], expected: str) -> None:
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "controller.listener.names": "CONTROLLER",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
+     "controller listener CONTROLLER is SASL_SSL: the controller quorum speaks PLAINTEXT or SSL"),
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "controller.listener.names": "CONTROLLER",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT", "listeners": "PLAINTEXT://127.0.0.1:2"},
+     "controller.listener.names names CONTROLLER, which has no entry in listener.security.protocol.map"),
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "controller.listener.names": "CONTROLLER",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+      "listeners": "PLAINTEXT://127.0.0.1:2,CONTROLLER://127.0.0.1:3"},
+     "listener CONTROLLER://127.0.0.1:3 is the controller listener but controller.quorum.voters gives node 1"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:2", "inter.broker.listener.name": "INTERNAL"},
+     "inter.broker.listener.name=INTERNAL is not one of the listeners (PLAINTEXT)"),
+    ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SSL://127.0.0.1:2",
+      "ssl.keystore.location": "KEYSTORE"},
+     "listener SSL is how brokers reach each other over TLS but has no trust store: set ssl.truststore.location"),
+    ({"security.inter.broker.protocol": "SSL"}, "name the listener with inter.broker.listener.name instead"),
+], ids=["missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "jaas", "cluster-sasl", "cluster-acls",
+        "controller-sasl", "controller-unmapped", "controller-address", "inter-broker-unknown",
+        "inter-broker-no-truststore", "security-inter-broker-protocol"])
+def test_bad_security_settings_are_refused(properties: dict[str, str], expected: str, tmp_path: Path) -> None:
+    if properties.get("ssl.keystore.location") == "KEYSTORE":  # a key store that loads: the trust store is missing
+        properties = {**properties, "ssl.keystore.location": str(TestCA(tmp_path).issue("b", server=True).keystore)}
     with pytest.raises(ConfigError, match=re.escape(expected)):
         check_broker_properties(properties)
 
