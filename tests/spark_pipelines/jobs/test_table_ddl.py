@@ -1,7 +1,7 @@
-"""Table-level DDL through ApplyBatch on real Delta: CREATE TABLE makes the table (also over a dropped
-one with other columns; IF NOT EXISTS on a live one does nothing, a plain one drops the rows before it), RENAME TABLE (plain, onto a dropped
-name, a swap) moves rows, the tables config filters and renames, DROP TABLE per policy; applying the batch again from
-a new checkpoint (a replay) changes nothing."""
+"""Table-level DDL through ApplyBatch on real Delta: CREATE TABLE makes the table (also over a dropped one with other
+columns; IF NOT EXISTS on a live one does nothing, a plain one drops the rows before it), RENAME TABLE (plain, onto
+a dropped name, a swap) moves rows, the tables config filters and renames, DROP TABLE per policy; applying the
+batch again from a new checkpoint (a replay) changes nothing."""
 
 from pathlib import Path
 from typing import Any
