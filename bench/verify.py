@@ -40,22 +40,21 @@ from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
 from spark_pipelines.transforms.rows import TableShape
 from spark_pipelines.verify import TableResult, mysql_connector, verify_table
 
-DATABASE, TABLE = "bench_verify", "items"
+DATABASE, TABLE = "bench_verify", "items"  # the database: main's default; tests pass their own
 COLUMNS = (("id", "int"), ("name", "varchar(40)"), ("price", "decimal(12,2)"), ("score", "double"),
            ("created", "datetime"), ("note", "varchar(20)"))
 TOMBSTONE_EVERY = 1000
 
 
-def _load_mysql(mysql: MySQLServer, rows: int) -> float:
+def _load_mysql(mysql: MySQLServer, database: str, rows: int) -> float:
     """The rows in MariaDB, from the SEQUENCE engine in one statement; seconds taken."""
     started = time.perf_counter()
-    mysql.execute(f"CREATE DATABASE {DATABASE}")
     mysql.execute(f"CREATE TABLE {TABLE} (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(12,2) NOT NULL, "
-                  "score DOUBLE NOT NULL, created DATETIME NOT NULL, note VARCHAR(20) NULL)", database=DATABASE)
+                  "score DOUBLE NOT NULL, created DATETIME NOT NULL, note VARCHAR(20) NULL)", database=database)
     # Each expression has its twin in _delta_frame; `seq / 7e0` is a DOUBLE division on both sides.
     mysql.execute(f"INSERT INTO {TABLE} SELECT seq, CONCAT('name-', seq), (seq % 100000) / 100, seq / 7e0, "
                   "'2024-01-01 00:00:00' + INTERVAL seq * 37 SECOND, "
-                  f"IF(seq % 7 = 0, NULL, CONCAT('n-', seq % 1000)) FROM seq_1_to_{rows}", database=DATABASE)
+                  f"IF(seq % 7 = 0, NULL, CONCAT('n-', seq % 1000)) FROM seq_1_to_{rows}", database=database)
     return time.perf_counter() - started
 
 
@@ -84,15 +83,15 @@ def _delta_frame(spark: Any, rows: int) -> Any:
     return live.unionByName(dead)
 
 
-def _write_delta(spark: Any, path: str, rows: int) -> float:
+def _write_delta(spark: Any, path: str, database: str, rows: int) -> float:
     started = time.perf_counter()
-    shape = TableShape(DATABASE, TABLE, tuple((c, column_type(t)) for c, t in COLUMNS), ("id",))
+    shape = TableShape(database, TABLE, tuple((c, column_type(t)) for c, t in COLUMNS), ("id",))
     ensure_table(spark, path, shape)
     _delta_frame(spark, rows).write.format("delta").mode("append").save(path)
     return time.perf_counter() - started
 
 
-def _baseline(spark: Any, mysql: MySQLServer, path: str) -> tuple[float, float]:
+def _baseline(spark: Any, mysql: MySQLServer, database: str, path: str) -> tuple[float, float]:
     """Seconds for a plain full read of each side: CHECKSUM TABLE, and a Spark hash over every column.
     Best of two: the first Spark read also warms the JVM, which verify then finds warm."""
     from pyspark.sql import functions as F
@@ -100,7 +99,7 @@ def _baseline(spark: Any, mysql: MySQLServer, path: str) -> tuple[float, float]:
     mysql_s = spark_s = float("inf")
     for _ in range(2):
         started = time.perf_counter()
-        mysql.execute(f"CHECKSUM TABLE {TABLE}", database=DATABASE)
+        mysql.execute(f"CHECKSUM TABLE {TABLE}", database=database)
         mysql_s = min(mysql_s, time.perf_counter() - started)
         started = time.perf_counter()
         frame = live_rows(spark, path)
@@ -109,16 +108,17 @@ def _baseline(spark: Any, mysql: MySQLServer, path: str) -> tuple[float, float]:
     return mysql_s, spark_s
 
 
-def _config(work: Path) -> PipelineConfig:
+def _config(work: Path, database: str) -> PipelineConfig:
     path = work / "pipeline.yaml"
     path.write_text(yaml.safe_dump({
         "source": {"bootstrap_servers": "127.0.0.1:9", "topics": ["unused"]},
-        "target": {"path": str(work / "delta")}, "tables": {"include": [f"{DATABASE}.*"]},
+        "target": {"path": str(work / "delta")}, "tables": {"include": [f"{database}.*"]},
         "checkpoint": str(work / "checkpoint")}))
     return load_config(path)
 
 
-def _verify(spark: Any, mysql: MySQLServer, config: PipelineConfig, chunk_size: int, profile: bool) -> TableResult:
+def _verify(spark: Any, mysql: MySQLServer, config: PipelineConfig, database: str, chunk_size: int,
+            profile: bool) -> TableResult:
     connect = mysql_connector(f"mysql://{mysql.user}:{mysql.password}@{mysql.host}:{mysql.port}?tls=false")
     last = [time.perf_counter()]
 
@@ -128,9 +128,9 @@ def _verify(spark: Any, mysql: MySQLServer, config: PipelineConfig, chunk_size: 
             click.echo(f"  {table}: {chunks} chunks, {rows:,} MySQL rows compared", err=True)
 
     if not profile:
-        return verify_table(spark, connect, config, DATABASE, TABLE, chunk_size, progress)
+        return verify_table(spark, connect, config, database, TABLE, chunk_size, progress)
     profiler = cProfile.Profile()
-    result: TableResult = profiler.runcall(verify_table, spark, connect, config, DATABASE, TABLE, chunk_size,
+    result: TableResult = profiler.runcall(verify_table, spark, connect, config, database, TABLE, chunk_size,
                                            progress)
     pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(20)
     return result
@@ -147,6 +147,41 @@ def _damage(spark: Any, path: str, rows: int) -> set[tuple[str, tuple[int, ...]]
     return {("changed", (changed,)), ("missing", (deleted,)), ("extra", (added,))}
 
 
+def run(spark: Any, mysql: MySQLServer, database: str, work: Path, rows: int, chunk_size: int,
+        profile: bool = False) -> bool:
+    """Load, verify the equal table, damage it, verify again; print the results table. True when verify
+    answered right both times. `database` exists and is empty."""
+    click.echo(f"loading {rows:,} rows into MariaDB ...", err=True)
+    load_s = _load_mysql(mysql, database, rows)
+    config = _config(work, database)
+    path = config.table_path(database, TABLE)
+    click.echo(f"MariaDB loaded in {load_s:.1f} s; writing the Delta table ...", err=True)
+    write_s = _write_delta(spark, path, database, rows)
+    click.echo(f"Delta written in {write_s:.1f} s; baseline reads ...", err=True)
+    mysql_s, spark_s = _baseline(spark, mysql, database, path)
+    click.echo("verify, equal table ...", err=True)
+    equal = _verify(spark, mysql, config, database, chunk_size, profile)
+    click.echo("damaging the Delta table, verify again ...", err=True)
+    expected = _damage(spark, path, rows)
+    damaged = _verify(spark, mysql, config, database, chunk_size, False)
+    found = {(d.kind, d.key) for d in damaged.rows}
+    right = equal.equal and found == expected and sum(n for _, n in damaged.counts) == 3
+    base = mysql_s + spark_s
+    click.echo(f"\n{rows:,} rows, chunks of {chunk_size:,} (MariaDB load {load_s:.1f} s, Delta write {write_s:.1f} s)")
+    click.echo(f"{'run':<50}{'rows':>11}{'chunks':>8}{'seconds':>9}{'rows/s':>10}{'vs baseline':>13}  result")
+    for name, seconds in (("baseline: CHECKSUM TABLE (MariaDB)", mysql_s),
+                          ("baseline: Spark hash of every column (Delta)", spark_s)):
+        click.echo(f"{name:<50}{rows:>11,}{'':>8}{seconds:>9.1f}{rows / seconds:>10,.0f}")
+    for name, result in (("verify, equal table", equal), ("verify, damaged (1 changed, 1 deleted, 1 added)", damaged)):
+        outcome = "equal" if result.equal else ", ".join(f"{n} {kind}" for kind, n in result.counts)
+        click.echo(f"{name:<50}{result.mysql_rows:>11,}{result.chunks:>8}{result.seconds:>9.1f}"
+                   f"{result.mysql_rows / result.seconds:>10,.0f}{result.seconds / base:>12.1f}x  {outcome}")
+    if not right:
+        click.echo(f"UNEXPECTED: equal run {equal.counts} {equal.schema}; damaged run found {sorted(found)}, "
+                   f"expected {sorted(expected)}")
+    return right
+
+
 @click.command()
 @click.option("--rows", default=1_000_000, show_default=True, type=click.IntRange(min=10))
 @click.option("--chunk-size", default=10_000, show_default=True, type=click.IntRange(min=1),
@@ -154,44 +189,14 @@ def _damage(spark: Any, path: str, rows: int) -> set[tuple[str, tuple[int, ...]]
 @click.option("--profile", is_flag=True, help="Print where verify spends its time on the equal table (cProfile).")
 def main(rows: int, chunk_size: int, profile: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-verify-") as scratch, mysql_server() as mysql:
-        work = Path(scratch)
-        click.echo(f"loading {rows:,} rows into MariaDB ...", err=True)
-        load_s = _load_mysql(mysql, rows)
         spark = build_spark_session("bench-verify")
         spark.sparkContext.setLogLevel("ERROR")
         try:
-            config = _config(work)
-            path = config.table_path(DATABASE, TABLE)
-            click.echo(f"MariaDB loaded in {load_s:.1f} s; writing the Delta table ...", err=True)
-            write_s = _write_delta(spark, path, rows)
-            click.echo(f"Delta written in {write_s:.1f} s; baseline reads ...", err=True)
-            mysql_s, spark_s = _baseline(spark, mysql, path)
-            click.echo("verify, equal table ...", err=True)
-            equal = _verify(spark, mysql, config, chunk_size, profile)
-            click.echo("damaging the Delta table, verify again ...", err=True)
-            expected = _damage(spark, path, rows)
-            damaged = _verify(spark, mysql, config, chunk_size, False)
+            mysql.execute(f"CREATE DATABASE {DATABASE}")
+            right = run(spark, mysql, DATABASE, Path(scratch), rows, chunk_size, profile)
         finally:
             spark.stop()
-    found = {(d.kind, d.key) for d in damaged.rows}
-    base = mysql_s + spark_s
-    click.echo(f"\n{rows:,} rows, chunks of {chunk_size:,} (MariaDB load {load_s:.1f} s, Delta write {write_s:.1f} s)")
-    click.echo(f"{'run':<50}{'rows':>11}{'chunks':>8}{'seconds':>9}{'rows/s':>10}{'vs baseline':>13}  result")
-    click.echo(f"{'baseline: CHECKSUM TABLE (MariaDB)':<50}{rows:>11,}{'':>8}{mysql_s:>9.1f}{rows / mysql_s:>10,.0f}")
-    click.echo(f"{'baseline: Spark hash of every column (Delta)':<50}{rows:>11,}{'':>8}{spark_s:>9.1f}"
-               f"{rows / spark_s:>10,.0f}")
-    for name, result, ok in (
-            ("verify, equal table", equal, equal.equal),
-            ("verify, damaged (1 changed, 1 deleted, 1 added)", damaged, found == expected and sum(
-                n for _, n in damaged.counts) == 3)):
-        outcome = "equal" if result.equal else ", ".join(f"{n} {kind}" for kind, n in result.counts)
-        click.echo(f"{name:<50}{result.mysql_rows:>11,}{result.chunks:>8}{result.seconds:>9.1f}"
-                   f"{result.mysql_rows / result.seconds:>10,.0f}{result.seconds / base:>12.1f}x  {outcome}"
-                   f"{'' if ok else '  UNEXPECTED'}")
-    if not equal.equal or found != expected:
-        click.echo(f"unexpected: equal run {equal.counts} {equal.schema}; damaged run found {sorted(found)}, "
-                   f"expected {sorted(expected)}", err=True)
-        sys.exit(1)
+    sys.exit(0 if right else 1)
 
 
 if __name__ == "__main__":
