@@ -91,13 +91,13 @@ def _write_delta(spark: Any, path: str, database: str, rows: int) -> float:
     return time.perf_counter() - started
 
 
-def _baseline(spark: Any, mysql: MySQLServer, database: str, path: str) -> tuple[float, float]:
+def _baseline(spark: Any, mysql: MySQLServer, database: str, path: str, rounds: int) -> tuple[float, float]:
     """Seconds for a plain full read of each side: CHECKSUM TABLE, and a Spark hash over every column.
-    Best of two: the first Spark read also warms the JVM, which verify then finds warm."""
+    Best of `rounds`: the first Spark read also warms the JVM, which verify then finds warm."""
     from pyspark.sql import functions as F
 
     mysql_s = spark_s = float("inf")
-    for _ in range(2):
+    for _ in range(rounds):
         started = time.perf_counter()
         mysql.execute(f"CHECKSUM TABLE {TABLE}", database=database)
         mysql_s = min(mysql_s, time.perf_counter() - started)
@@ -148,7 +148,7 @@ def _damage(spark: Any, path: str, rows: int) -> set[tuple[str, tuple[int, ...]]
 
 
 def run(spark: Any, mysql: MySQLServer, database: str, work: Path, rows: int, chunk_size: int,
-        profile: bool = False) -> bool:
+        profile: bool = False, baseline_rounds: int = 2) -> bool:
     """Load, verify the equal table, damage it, verify again; print the results table. True when verify
     answered right both times. `database` exists and is empty."""
     click.echo(f"loading {rows:,} rows into MariaDB ...", err=True)
@@ -158,7 +158,7 @@ def run(spark: Any, mysql: MySQLServer, database: str, work: Path, rows: int, ch
     click.echo(f"MariaDB loaded in {load_s:.1f} s; writing the Delta table ...", err=True)
     write_s = _write_delta(spark, path, database, rows)
     click.echo(f"Delta written in {write_s:.1f} s; baseline reads ...", err=True)
-    mysql_s, spark_s = _baseline(spark, mysql, database, path)
+    mysql_s, spark_s = _baseline(spark, mysql, database, path, baseline_rounds)
     click.echo("verify, equal table ...", err=True)
     equal = _verify(spark, mysql, config, database, chunk_size, profile)
     click.echo("damaging the Delta table, verify again ...", err=True)
