@@ -20,8 +20,8 @@ from spark_pipelines.schemas import ColumnType, column_type
 from spark_pipelines.transforms.rows import TableShape
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_HEAD = re.compile(rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})(?:\s*\.\s*({_NAME}))?"
-                   r"\s*\(", re.IGNORECASE)
+_HEAD = re.compile(rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?"
+                   rf"(?P<first>{_NAME})(?:\s*\.\s*(?P<second>{_NAME}))?\s*\(", re.IGNORECASE)
 _COLUMN = re.compile(rf"^({_NAME})\s+(?P<type>[a-z][a-z0-9]*(?:\s+(?:varying|precision))?)\s*", re.IGNORECASE)
 _FLAGS = re.compile(r"^\s*((?:(?:unsigned|signed|zerofill)\s*)*)", re.IGNORECASE)
 _TABLE_CLAUSE = re.compile(r"^(?:CONSTRAINT\b|PRIMARY\s+KEY|UNIQUE\b|KEY\b|INDEX\b|FULLTEXT\b|SPATIAL\b|FOREIGN\b|"
@@ -125,15 +125,21 @@ def definition_type(definition: str) -> ColumnType:
     return _column(definition)[1]
 
 
-def if_not_exists(sql: str) -> bool:
-    """Whether a CREATE TABLE statement is CREATE TABLE IF NOT EXISTS (comments and executable comments read
-    as MySQL reads them)."""
+def _head(sql: str) -> tuple[str, re.Match[str]] | None:
+    """The statement as MySQL reads it (comments out, executable comments, which MySQL ran, opened) and its
+    CREATE TABLE head; None when it is not a CREATE TABLE with a column list."""
     try:
         text = executable_sql(sql)
     except DDLParseError:
-        return False
+        return None
     head = _HEAD.match(text)
-    return head is not None and re.search(r"\bIF\s+NOT\s+EXISTS\b", head.group(0), re.IGNORECASE) is not None
+    return None if head is None else (text, head)
+
+
+def if_not_exists(sql: str) -> bool:
+    """Whether a CREATE TABLE statement is CREATE TABLE IF NOT EXISTS."""
+    found = _head(sql)
+    return found is not None and found[1].group("if_not_exists") is not None
 
 
 def _key_columns(parts: str) -> list[str]:
@@ -143,15 +149,12 @@ def _key_columns(parts: str) -> list[str]:
 
 def created_shape(sql: str, default_db: str) -> TableShape | None:
     """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
-    try:
-        text = executable_sql(sql)  # comments out, executable comments (which MySQL ran) opened
-    except DDLParseError:
+    found = _head(sql)
+    if found is None:
         return None
-    head = _HEAD.match(text)
-    if head is None:
-        return None
-    database, table = (default_db, _unquote(head.group(1))) if head.group(2) is None else (
-        _unquote(head.group(1)), _unquote(head.group(2)))
+    text, head = found
+    database, table = (default_db, _unquote(head["first"])) if head["second"] is None else (
+        _unquote(head["first"]), _unquote(head["second"]))
     body, rest = _parenthesised(text[head.end() - 1:])
     if body is None or re.search(r"\b(?:SELECT|LIKE)\b", rest, re.IGNORECASE) or re.match(r"\s*LIKE\b", body, re.I):
         return None
