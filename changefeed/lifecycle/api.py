@@ -40,6 +40,7 @@ from sink.errors import SinkError
 from sink.uri import parse_sink_uri
 
 _SECRET = re.compile(r"(sasl-password=)[^&]*")
+PAUSE_WAIT = 10.0  # seconds pause waits for the owner to stop the runner and release the changefeed
 
 
 def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
@@ -143,6 +144,18 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         assert rec is not None
         return JSONResponse({**detail(rec), "warnings": list(definition.warnings)}, status_code=201)
 
+    def _wait_released(cf_id: str) -> None:
+        """Pause answers once the owner stopped the runner, saved its final checkpoint and released the lease
+        (TiCDC's pause is asynchronous; a caller reading the checkpoint right after pause, e.g. to resume from
+        an earlier point, would see it move). Bounded: an owner that died keeps its lease until it expires,
+        and after PAUSE_WAIT the answer shows the state as it is."""
+        deadline = time.monotonic() + PAUSE_WAIT
+        while time.monotonic() < deadline:
+            rec = store.get(cf_id)
+            if rec is None or rec.owner is None or (rec.lease_expires or 0.0) < time.time():
+                return
+            time.sleep(0.05)
+
     def query(request: Request) -> JSONResponse:
         rec = get_record(request.path_params["cf_id"])
         return rec if isinstance(rec, JSONResponse) else JSONResponse(detail(rec))
@@ -159,6 +172,7 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         if rec.state is State.FINISHED:
             return _error(409, "wrong_state", f"changefeed {cf_id!r} is finished; nothing to pause")
         store.operator_set(cf_id, restart=False, state=State.STOPPED)
+        _wait_released(cf_id)
         return query(request)
 
     async def resume(request: Request) -> JSONResponse:

@@ -109,6 +109,7 @@ SPEC: dict[str, Any] = {
                           **_errors(404)}}},
         "/api/v2/changefeeds/{cf_id}/pause": {"parameters": [_ID], "post": {
             "operationId": "pauseChangefeed",
+            "description": "Answers once the owner stopped the runner and saved its final checkpoint (at most 10 s).",
             "responses": {"200": _json(_DETAIL_REF, "stopped"), **_errors(404, 409)}}},
         "/api/v2/changefeeds/{cf_id}/resume": {"parameters": [_ID], "post": {
             "operationId": "resumeChangefeed",
