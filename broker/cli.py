@@ -89,10 +89,12 @@ async def _serve(config: BrokerConfig, store: DiskLogStore) -> int:
     if config.get("controller.quorum.voters"):
         from broker.cluster.member import ClusterMember
         from broker.cluster.node import ClusterNode
+        from broker.cluster.security_stores import ClusterAclStore, ClusterCredentialStore
 
         try:
             node = ClusterNode(config, server.state)
             server.state.role = ClusterMember(node)
+            server.security.use_stores(ClusterCredentialStore(node), ClusterAclStore(node))
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             return 2

@@ -457,16 +457,13 @@ def check_listener_names(properties: Mapping[str, str]) -> None:
 
 def _check_cluster_security(config: BrokerConfig, inter_broker: str) -> None:
     """What a cluster node cannot do yet, refused with the reason: brokers authenticate each other by mutual TLS
-    only, and SCRAM credentials and ACLs live in each node's data dir, not in the cluster metadata, so one made
-    through one node would not hold on the others."""
+    only (the replica fetcher and the controller quorum speak no SASL). Client listeners may use SASL, and an
+    authorizer may be set: SCRAM credentials and ACLs live in the cluster metadata."""
     for spec in listeners(config):
-        if spec.uses_sasl:
-            raise ConfigError(f"listener {spec.name} is {spec.protocol}: a cluster node serves no SASL listener yet"
-                              " (SCRAM credentials are kept per node, not in the cluster metadata); use SSL, with"
-                              " ssl.client.auth=required to authenticate brokers by certificate")
-    if config.get("authorizer.class.name"):
-        raise ConfigError("authorizer.class.name is not supported on a cluster node yet (ACLs are kept per node,"
-                          " not in the cluster metadata); remove it or run a single node")
+        if spec.uses_sasl and spec.name == inter_broker:
+            raise ConfigError(f"inter.broker.listener.name={spec.name} is {spec.protocol}: brokers fetch from each"
+                              " other over PLAINTEXT or SSL only (use SSL with ssl.client.auth=required to"
+                              " authenticate brokers by certificate, and SASL on the client listeners)")
     name, protocol = controller_protocol(config)
     if protocol not in ("PLAINTEXT", "SSL"):
         raise ConfigError(f"controller listener {name} is {protocol}: the controller quorum speaks PLAINTEXT or SSL"

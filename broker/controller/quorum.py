@@ -244,6 +244,20 @@ class QuorumController:
             raise ValueError(f"config resource {resource!r} must be broker:<id>, topic:<name> or cluster")
         return self._propose([r.ConfigChange(resource, key, value)])
 
+    def alter_security(self, changes: list[dict[str, Any]]) -> int:
+        """SCRAM credential and ACL changes a broker made for CreateAcls/DeleteAcls/AlterUserScramCredentials
+        (Kafka forwards these to the controller, which keeps them in the metadata log): every broker applies
+        them, so a user or ACL made through one broker holds on all. The broker checked them; here only that
+        they are security records."""
+        try:
+            records = [r.from_dict(change) for change in changes]
+        except TypeError as exc:  # a field missing or unknown: a broker of another version, or a bug
+            raise ValueError(f"bad security record: {exc}") from None
+        wrong = [type(rec).__name__ for rec in records if not isinstance(rec, r.SECURITY_RECORDS)]
+        if wrong:
+            raise ValueError(f"alter_security takes SCRAM credential and ACL records only, not {wrong}")
+        return self._propose(records) if records else self.raft.commit_index
+
     def committed_records(self, from_index: int, limit: int = 1000) -> CommittedRecords:
         """Committed records after `from_index` (1-based Raft index), for brokers that follow the
         metadata: they apply them to their own `MetadataState`. A broker behind the snapshot (a restart,

@@ -136,6 +136,8 @@ class TcpController:
                 idx = self.ctl.heartbeat(req["broker_id"])
             elif op == "alter_config":
                 idx = self.ctl.alter_config(req["resource"], req["key"], req.get("value"))
+            elif op == "alter_security":
+                idx = self.ctl.alter_security(list(req["records"]))
             elif op == "create_topic":
                 idx = self.ctl.create_topic(
                     req["name"], req["partitions"], req["replication_factor"], req.get("topic_id") or uuid.uuid4().hex,

@@ -18,25 +18,31 @@ _NO_THROTTLE = datetime.timedelta(0)
 _DISABLED = "No Authorizer is configured on the broker (set authorizer.class.name)"
 
 
-def create(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
+async def create(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
     cls = response_class(api_key, version)
     result_cls = _module(cls).AclCreationResult
-    results, bindings = [], []
+    outcome: list[tuple[ErrorCode, str | None]] = []
+    bindings: list[AclBinding] = []
     for item in body.creations:
         try:
             if store is None:
                 raise KafkaApiError(ErrorCode.security_disabled, _DISABLED)
             bindings.append(new_binding(item.resource_type, item.resource_name, item.resource_pattern_type,
                                         item.principal, item.host, item.operation, item.permission_type))
-            results.append(result_cls(error_code=ErrorCode.none, error_message=None))
+            outcome.append((ErrorCode.none, None))
         except KafkaApiError as exc:
-            results.append(result_cls(error_code=exc.code, error_message=str(exc)))
-    if store is not None:
-        store.add(bindings)
-    return cls(throttle_time=_NO_THROTTLE, results=tuple(results))
+            outcome.append((exc.code, str(exc)))
+    if store is not None and bindings:
+        try:
+            await store.add(bindings)
+        except KafkaApiError as exc:  # not kept (a cluster without an active controller): each valid one fails
+            outcome = [(exc.code, str(exc)) if code == ErrorCode.none else (code, message)
+                       for code, message in outcome]
+    results = tuple(result_cls(error_code=code, error_message=message) for code, message in outcome)
+    return cls(throttle_time=_NO_THROTTLE, results=results)
 
 
-def describe(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
+async def describe(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
     cls = response_class(api_key, version)
     if store is None:
         return cls(throttle_time=_NO_THROTTLE, error_code=ErrorCode.security_disabled, error_message=_DISABLED,
@@ -58,7 +64,7 @@ def describe(store: AclStore | None, api_key: int, version: int, body: Any) -> A
     return cls(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, error_message=None, resources=resources)
 
 
-def delete(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
+async def delete(store: AclStore | None, api_key: int, version: int, body: Any) -> Any:
     cls = response_class(api_key, version)
     module = _module(cls)
     results = []
@@ -67,9 +73,14 @@ def delete(store: AclStore | None, api_key: int, version: int, body: Any) -> Any
             results.append(module.DeleteAclsFilterResult(error_code=ErrorCode.security_disabled,
                                                          error_message=_DISABLED, matching_acls=()))
             continue
-        removed = store.remove(AclFilter(item.resource_type_filter, item.resource_name_filter,
-                                         item.pattern_type_filter, item.principal_filter, item.host_filter,
-                                         item.operation, item.permission_type))
+        try:
+            removed = await store.remove(AclFilter(item.resource_type_filter, item.resource_name_filter,
+                                                   item.pattern_type_filter, item.principal_filter,
+                                                   item.host_filter, item.operation, item.permission_type))
+        except KafkaApiError as exc:
+            results.append(module.DeleteAclsFilterResult(error_code=exc.code, error_message=str(exc),
+                                                         matching_acls=()))
+            continue
         matching = tuple(
             module.DeleteAclsMatchingAcl(
                 error_code=ErrorCode.none, error_message=None, resource_type=int(a.resource_type),

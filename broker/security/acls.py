@@ -9,9 +9,11 @@ the bindings that would apply to the named resource (its LITERAL name, the `*` w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -146,8 +148,21 @@ def new_binding(resource_type: int, name: str, pattern_type: int, principal: str
     return AclBinding(kind, name, pattern, principal, host or WILDCARD, op, perm)
 
 
-class AclStore:
-    """Every ACL binding, persisted in one JSON file (the set semantics of Kafka: duplicates are one ACL)."""
+class AclStore(Protocol):
+    """Where ACL bindings live: a file on a single node (FileAclStore), the cluster metadata on a cluster node
+    (broker/cluster/security_stores.py). Kafka's set semantics: adding a binding twice keeps one."""
+
+    def all(self) -> Sequence[AclBinding]: ...
+
+    async def add(self, bindings: Sequence[AclBinding]) -> None:
+        """Keep every binding or none; KafkaApiError when they cannot be kept."""
+
+    async def remove(self, acl_filter: AclFilter) -> list[AclBinding]:
+        """Delete the bindings the filter matches and return them; KafkaApiError when that cannot be kept."""
+
+
+class FileAclStore:
+    """Every ACL binding, persisted in one JSON file."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -158,16 +173,16 @@ class AclStore:
             for a in raw
         ]
 
-    def all(self) -> list[AclBinding]:
-        return list(self._acls)
+    def all(self) -> Sequence[AclBinding]:
+        return self._acls
 
-    def add(self, bindings: list[AclBinding]) -> None:
+    async def add(self, bindings: Sequence[AclBinding]) -> None:
         new = [b for b in dict.fromkeys(bindings) if b not in self._acls]
         if new:
-            self._acls.extend(new)
+            self._acls = [*self._acls, *new]  # a new list: a reader iterating the old one is not disturbed
             self._save()
 
-    def remove(self, acl_filter: AclFilter) -> list[AclBinding]:
+    async def remove(self, acl_filter: AclFilter) -> list[AclBinding]:
         removed = [acl for acl in self._acls if acl_filter.matches(acl)]
         if removed:
             self._acls = [acl for acl in self._acls if acl not in removed]

@@ -24,11 +24,11 @@ from broker.protocol.apis import api_key, response_class
 from broker.protocol.errors import FrameError
 from broker.security import acl_admin, scram_admin
 from broker.security.access import RULES, UNCHECKED, AccessDenied, Caller
-from broker.security.acls import AclStore, Operation
+from broker.security.acls import AclStore, FileAclStore, Operation
 from broker.security.authorizer import Authorizer
 from broker.security.listeners import ListenerSpec, listeners
 from broker.security.sasl import SaslAuthenticator
-from broker.security.scram import CredentialStore
+from broker.security.scram import CredentialStore, FileCredentialStore
 from broker.security.session import Session
 from broker.security.tls import peer_principal, server_context
 
@@ -40,7 +40,7 @@ Handler = Callable[["BrokerState", "Request"], Awaitable[Any]]
 _API_VERSIONS, _SASL_HANDSHAKE, _SASL_AUTHENTICATE = (
     api_key("api_versions"), api_key("sasl_handshake"), api_key("sasl_authenticate"))
 # Security admin APIs answered here: (answer, operation on the cluster Kafka requires, store).
-_ADMIN: dict[int, tuple[Callable[[Any, int, int, Any], Any], Operation, str]] = {
+_ADMIN: dict[int, tuple[Callable[[Any, int, int, Any], Awaitable[Any]], Operation, str]] = {
     api_key("describe_user_scram_credentials"): (scram_admin.describe, Operation.DESCRIBE, "credentials"),
     api_key("alter_user_scram_credentials"): (scram_admin.alter, Operation.ALTER, "credentials"),
     api_key("describe_acls"): (acl_admin.describe, Operation.DESCRIBE, "acls"),
@@ -54,11 +54,16 @@ class SecurityLayer:
         self.config = config
         self.listeners = listeners(config)
         self._contexts = {spec.name: server_context(config, spec.name) for spec in self.listeners if spec.uses_tls}
-        self.credentials = CredentialStore(config.data_dir / "scram-credentials.json")
-        self.sasl = SaslAuthenticator(config, self.listeners, self.credentials)
+        # A single node keeps credentials and ACLs in its data dir; a cluster node is given the cluster
+        # metadata's (use_stores), before it serves.
+        self.use_stores(FileCredentialStore(config.data_dir / "scram-credentials.json"),
+                        FileAclStore(config.data_dir / "acls.json"))
+
+    def use_stores(self, credentials: CredentialStore, acls: AclStore) -> None:
+        self.credentials = credentials
+        self.sasl = SaslAuthenticator(self.config, self.listeners, credentials)
         # No authorizer (Kafka's default): every request is allowed and the ACL APIs answer SECURITY_DISABLED.
-        self.authorizer = (Authorizer(config, AclStore(config.data_dir / "acls.json"))
-                           if config.get("authorizer.class.name") else None)
+        self.authorizer = Authorizer(self.config, acls) if self.config.get("authorizer.class.name") else None
 
     def ssl_context(self, spec: ListenerSpec) -> ssl.SSLContext | None:
         return self._contexts.get(spec.name)
@@ -100,7 +105,7 @@ class SecurityLayer:
             if caller is not None and not caller.may_cluster(operation):
                 return _cluster_denied(key, version, request.body)
             acls = None if self.authorizer is None else self.authorizer.store
-            return answer(self.credentials if store == "credentials" else acls, key, version, request.body)
+            return await answer(self.credentials if store == "credentials" else acls, key, version, request.body)
         if handler is None:
             raise SecurityFrameError(f"api key {key} has no handler")
         if caller is None or key in UNCHECKED:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -62,7 +64,28 @@ def check_iterations(iterations: int) -> None:
                             f"iterations={iterations}: SCRAM iterations must be {MIN_ITERATIONS}..{MAX_ITERATIONS}")
 
 
-class CredentialStore:
+@dataclass(frozen=True, slots=True)
+class CredentialChange:
+    """Set (`credential`) or delete (None) one user's credential for one mechanism."""
+
+    user: str
+    mechanism: str
+    credential: ScramCredential | None
+
+
+class CredentialStore(Protocol):
+    """Where SCRAM credentials live: a file on a single node (FileCredentialStore), the cluster metadata on a
+    cluster node (broker/cluster/security_stores.py)."""
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None: ...
+
+    def users(self) -> dict[str, dict[str, ScramCredential]]: ...
+
+    async def apply(self, changes: Sequence[CredentialChange]) -> None:
+        """Apply every change or none; KafkaApiError when they cannot be kept."""
+
+
+class FileCredentialStore:
     """user -> mechanism -> credential, persisted in one JSON file."""
 
     def __init__(self, path: Path) -> None:
@@ -81,19 +104,17 @@ class CredentialStore:
     def users(self) -> dict[str, dict[str, ScramCredential]]:
         return {user: dict(mechs) for user, mechs in self._users.items()}
 
-    def upsert(self, user: str, mechanism: str, credential: ScramCredential) -> None:
-        self._users.setdefault(user, {})[mechanism] = credential
-        self._save()
-
-    def delete(self, user: str, mechanism: str) -> None:
-        mechanisms = self._users.get(user, {})
-        if mechanism not in mechanisms:
-            raise KafkaApiError(ErrorCode.resource_not_found,
-                                f"user {user!r} has no {mechanism} credential to delete")
-        del mechanisms[mechanism]
-        if not mechanisms:
-            del self._users[user]
-        self._save()
+    async def apply(self, changes: Sequence[CredentialChange]) -> None:
+        for change in changes:
+            if change.credential is not None:
+                self._users.setdefault(change.user, {})[change.mechanism] = change.credential
+                continue
+            mechanisms = self._users.get(change.user, {})
+            mechanisms.pop(change.mechanism, None)
+            if not mechanisms:
+                self._users.pop(change.user, None)
+        if changes:
+            self._save()
 
     def _save(self) -> None:
         json_file.save(self._path, {

@@ -13,6 +13,7 @@ from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.security.scram import (
     MECHANISM_IDS,
+    CredentialChange,
     CredentialStore,
     check_iterations,
     from_salted_password,
@@ -22,7 +23,7 @@ from broker.security.scram import (
 _NO_THROTTLE = datetime.timedelta(0)
 
 
-def describe(store: CredentialStore, api_key: int, version: int, body: Any) -> Any:
+async def describe(store: CredentialStore, api_key: int, version: int, body: Any) -> Any:
     cls = response_class(api_key, version)
     module = _module(cls)
     users = store.users()
@@ -43,27 +44,33 @@ def describe(store: CredentialStore, api_key: int, version: int, body: Any) -> A
     return cls(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=tuple(results))
 
 
-def alter(store: CredentialStore, api_key: int, version: int, body: Any) -> Any:
+async def alter(store: CredentialStore, api_key: int, version: int, body: Any) -> Any:
     cls = response_class(api_key, version)
     changes: dict[str, list[Any]] = defaultdict(list)
     for change in (*body.deletions, *body.upsertions):
         changes[change.name].append(change)
-    results = []
+    outcome: dict[str, tuple[ErrorCode, str | None]] = {}
+    accepted: list[CredentialChange] = []
     for user, items in changes.items():
         try:
             _check(store, user, items)
-            for item in items:
-                mechanism = mechanism_name(item.mechanism)
-                if hasattr(item, "salted_password"):
-                    store.upsert(user, mechanism, from_salted_password(mechanism, item.salt, item.salted_password,
-                                                                       item.iterations))
-                else:
-                    store.delete(user, mechanism)
-            code, message = ErrorCode.none, None
         except KafkaApiError as exc:
-            code, message = exc.code, str(exc)
-        results.append(_module(cls).AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message))
-    return cls(throttle_time=_NO_THROTTLE, results=tuple(results))
+            outcome[user] = (exc.code, str(exc))
+            continue
+        outcome[user] = (ErrorCode.none, None)
+        for item in items:
+            mechanism = mechanism_name(item.mechanism)
+            credential = (from_salted_password(mechanism, item.salt, item.salted_password, item.iterations)
+                          if hasattr(item, "salted_password") else None)
+            accepted.append(CredentialChange(user, mechanism, credential))
+    try:
+        await store.apply(accepted)
+    except KafkaApiError as exc:  # not kept (a cluster without an active controller): every accepted user fails
+        for change in accepted:
+            outcome[change.user] = (exc.code, str(exc))
+    results = tuple(_module(cls).AlterUserScramCredentialsResult(user=user, error_code=code, error_message=message)
+                    for user, (code, message) in outcome.items())
+    return cls(throttle_time=_NO_THROTTLE, results=results)
 
 
 def _check(store: CredentialStore, user: str, items: list[Any]) -> None:

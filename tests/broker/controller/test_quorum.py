@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from broker.controller import records as r
 from broker.controller.errors import (
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
@@ -167,6 +168,22 @@ def test_config_changes_replicate_and_bad_resources_are_named() -> None:
     with pytest.raises(ValueError, match="must be broker:<id>, topic:<name> or cluster"):
         ctl.alter_config("group:g", "k", "v")
     assert [d["kind"] for _, d in ctl.committed_records(0).records][-1] == "config_change"
+
+
+def test_security_records_replicate_and_nothing_else_passes_through_alter_security() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    credential = r.ScramCredentialChange("alice", "SCRAM-SHA-512", "czE=", "azE=", "azI=", 4096)
+    acl = r.AclChange(2, "orders", 3, "User:alice", "*", 4, 3)
+    ctl.alter_security([r.to_dict(credential), r.to_dict(acl)])
+    sim.run(100)
+    for q in sim.nodes.values():
+        assert q.state.scram == {"alice": {"SCRAM-SHA-512": credential}} and q.state.acls == (acl,)
+    with pytest.raises(ValueError, match="SCRAM credential and ACL records only, not \\['DeleteTopic'\\]"):
+        ctl.alter_security([r.to_dict(r.DeleteTopic("orders"))])
+    with pytest.raises(ValueError, match="bad security record"):
+        ctl.alter_security([{"kind": "acl", "resource_type": 2}])
 
 
 def test_explicit_assignment_is_checked_and_kept() -> None:

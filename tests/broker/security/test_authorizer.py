@@ -3,13 +3,14 @@ AclBindingFilterTest state them (no broker needed)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from broker.config import BrokerConfig
 from broker.protocol.errors import KafkaApiError
-from broker.security.acls import AclFilter, AclStore, Operation, PatternType, Permission, ResourceType, new_binding
+from broker.security.acls import AclFilter, FileAclStore, Operation, PatternType, Permission, ResourceType, new_binding
 from broker.security.authorizer import Authorizer
 
 T, G = ResourceType.TOPIC, ResourceType.GROUP
@@ -20,8 +21,8 @@ ALLOW, DENY = Permission.ALLOW, Permission.DENY
 def _authorizer(tmp_path: Path, *acls: tuple[ResourceType, str, PatternType, str, str, Operation, Permission],
                 **properties: str) -> Authorizer:
     tmp_path.mkdir(exist_ok=True)
-    store = AclStore(tmp_path / "acls.json")
-    store.add([new_binding(*acl) for acl in acls])
+    store = FileAclStore(tmp_path / "acls.json")
+    asyncio.run(store.add([new_binding(*acl) for acl in acls]))
     return Authorizer(BrokerConfig().with_overrides(properties), store)
 
 
@@ -60,19 +61,21 @@ def test_super_users_and_allow_everyone_if_no_acl_found(tmp_path: Path) -> None:
 
 
 def test_filters_and_the_store_survive_a_reload(tmp_path: Path) -> None:
-    store = AclStore(tmp_path / "acls.json")
-    store.add([new_binding(T, "pay-", PRE, "User:a", "*", Operation.READ, ALLOW),
-               new_binding(T, "pay-eu", LIT, "User:a", "*", Operation.WRITE, ALLOW),
-               new_binding(T, "*", LIT, "User:b", "*", Operation.READ, DENY)])
-    store.add([new_binding(T, "pay-eu", LIT, "User:a", "*", Operation.WRITE, ALLOW)])  # a duplicate is one ACL
-    reloaded = AclStore(tmp_path / "acls.json")
-    assert reloaded.all() == store.all() and len(store.all()) == 3
+    store = FileAclStore(tmp_path / "acls.json")
+    asyncio.run(store.add([new_binding(T, "pay-", PRE, "User:a", "*", Operation.READ, ALLOW),
+                           new_binding(T, "pay-eu", LIT, "User:a", "*", Operation.WRITE, ALLOW),
+                           new_binding(T, "*", LIT, "User:b", "*", Operation.READ, DENY)]))
+    # a duplicate is one ACL
+    asyncio.run(store.add([new_binding(T, "pay-eu", LIT, "User:a", "*", Operation.WRITE, ALLOW)]))
+    reloaded = FileAclStore(tmp_path / "acls.json")
+    assert list(reloaded.all()) == list(store.all()) and len(store.all()) == 3
     match = AclFilter(ResourceType.ANY, "pay-eu", PatternType.MATCH, None, None, Operation.ANY, Permission.ANY)
     assert len([a for a in reloaded.all() if match.matches(a)]) == 3  # prefix, literal and the * wildcard
     literal = AclFilter(T, "pay-eu", PatternType.LITERAL, None, None, Operation.ANY, Permission.ANY)
     assert [a.operation for a in reloaded.all() if literal.matches(a)] == [Operation.WRITE]
-    removed = reloaded.remove(AclFilter(T, None, PatternType.ANY, "User:a", None, Operation.ANY, Permission.ANY))
-    assert len(removed) == 2 and len(AclStore(tmp_path / "acls.json").all()) == 1
+    removed = asyncio.run(reloaded.remove(AclFilter(T, None, PatternType.ANY, "User:a", None, Operation.ANY,
+                                                    Permission.ANY)))
+    assert len(removed) == 2 and len(FileAclStore(tmp_path / "acls.json").all()) == 1
 
 
 @pytest.mark.parametrize(("fields", "message"), [

@@ -85,11 +85,7 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
     ({"sasl.enabled.mechanisms": "GSSAPI"}, "sasl.enabled.mechanisms='GSSAPI': each item must be one of PLAIN"),
     ({"listener.name.sasl_ssl.plain.sasl.jaas.config": "user_a=b"}, "expected a JAAS entry like"),
     ({"controller.quorum.voters": "1@127.0.0.1:1", "listeners": "SASL_SSL://127.0.0.1:1"},
-     "listener SASL_SSL is SASL_SSL: a cluster node serves no SASL listener yet (SCRAM credentials are kept per"
-     " node"),
-    ({"controller.quorum.voters": "1@127.0.0.1:1",
-      "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"},
-     "authorizer.class.name is not supported on a cluster node yet"),
+     "inter.broker.listener.name=SASL_SSL is SASL_SSL: brokers fetch from each other over PLAINTEXT or SSL only"),
     ({"controller.quorum.voters": "1@127.0.0.1:1", "controller.listener.names": "CONTROLLER",
       "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"},
      "controller listener CONTROLLER is SASL_SSL: the controller quorum speaks PLAINTEXT or SSL"),
@@ -106,7 +102,7 @@ def test_produce_and_consume_over_tls_with_confluent_and_kafka_python(secure_bro
       "ssl.keystore.location": "KEYSTORE"},
      "listener SSL is how brokers reach each other over TLS but has no trust store: set ssl.truststore.location"),
     ({"security.inter.broker.protocol": "SSL"}, "name the listener with inter.broker.listener.name instead"),
-], ids=["missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "jaas", "cluster-sasl", "cluster-acls",
+], ids=["missing-file", "jks", "cipher-suites", "unmapped-name", "gssapi", "jaas", "cluster-inter-broker-sasl",
         "controller-sasl", "controller-unmapped", "controller-address", "inter-broker-unknown",
         "inter-broker-no-truststore", "security-inter-broker-protocol"])
 def test_bad_security_settings_are_refused(properties: dict[str, str], expected: str, tmp_path: Path) -> None:
