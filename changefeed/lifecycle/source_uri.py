@@ -4,20 +4,17 @@ The optional path names the one database to capture (`mysql://u:p@h:3306/shop` c
 it narrows the changefeed's table filter rules, which still apply within that database.
 
 The password need not be in the URI (which the server stores in its metadata database and shows, redacted, in
-the API): `?password-file=/run/secrets/cdc` reads it from a file on the server's host (trailing newline
-dropped; a Docker or Kubernetes secret), `?password-env=CDC_PASSWORD` from the server's environment, each time
-the server connects, so a rotated secret is picked up on the next connection (as Kafka Connect's
-FileConfigProvider / EnvVarConfigProvider keep secrets out of stored connector configs).
+the API): `?password-file=/run/secrets/cdc` reads it from a file on the server's host, `?password-env=CDC_PASSWORD`
+from the server's environment, each time the server connects (lakefeed_common/secrets.py).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from changefeed.errors import ConfigError
 from changefeed.source.server import ConnectionSettings
+from lakefeed_common.secrets import SecretUnavailable, read_secret
 
 _FORM = "use mysql://user:password@host:3306[/database]"
 _PARAMETERS = "known: tls=true|false, password-file=PATH, password-env=NAME"
@@ -62,17 +59,10 @@ def parse_source_uri(uri: str) -> ConnectionSettings:
 
 
 def _read_secret(kind: str, where: str) -> str:
-    if kind == "password-env":
-        value = os.environ.get(where)
-        if value is None:
-            raise ConfigError(f"source URI password-env={where}: the changefeed server's environment has no "
-                              f"{where}; set it where the server starts (not where the CLI runs)")
-        return value
     try:
-        return Path(where).read_text(encoding="utf-8").rstrip("\r\n")
-    except OSError as exc:
-        raise ConfigError(f"source URI password-file={where}: cannot read it on the changefeed server's host "
-                          f"({exc.strerror}); give a file the server can read") from exc
+        return read_secret("env" if kind == "password-env" else "file", where)
+    except SecretUnavailable as exc:
+        raise ConfigError(f"source URI {kind}={where}: {exc}") from exc
 
 
 def source_database(uri: str) -> str | None:

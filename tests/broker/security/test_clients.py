@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import uuid
+from pathlib import Path
 from urllib.parse import quote
 
 from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
@@ -20,7 +21,7 @@ from tests.broker.security.test_acls import _acl, _grant
 from tests.broker.security.test_sasl import add_scram_user
 
 
-def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker) -> None:
+def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker, tmp_path: Path) -> None:
     user, prefix = f"cdc-{uuid.uuid4().hex[:6]}", f"cdc-{uuid.uuid4().hex[:6]}."
     add_scram_user(secure_broker, user, "cdc-pw", "SCRAM-SHA-512")
     principal = f"User:{user}"
@@ -29,9 +30,11 @@ def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker) -> 
            _acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE),
            _acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS))
     topic = prefix + "shop"
+    secret = tmp_path / "sasl-password"  # the password stays out of the URI the server stores
+    secret.write_text("cdc-pw\n")
     config = parse_sink_uri(
         f"kafka://{secure_broker.bootstrap('SASL_SSL')}/{topic}?partition-num=2&ca={quote(str(secure_broker.ca.ca_file))}"
-        f"&sasl-user={user}&sasl-password=cdc-pw&sasl-mechanism=SCRAM-SHA-512")
+        f"&sasl-user={user}&sasl-password-file={quote(str(secret))}&sasl-mechanism=SCRAM-SHA-512")
     info = prepare_topic(config)
     sink = KafkaSink(config, message_limit=info.max_message_bytes, memory_quota=1 << 20)
     results: list[SinkError | None] = []
