@@ -7,13 +7,15 @@ may fetch (CLUSTER_ACTION) and the test's admin client (the same certificate, on
 ACLs. Real processes over TCP, confluent-kafka clients.
 
 What fails without credentials and ACLs in the metadata: a user made through one node cannot log in on another;
-an ACL made through one node does not let the user write to a partition another node leads."""
+an ACL made through one node does not let the user write to a partition another node leads.
+`LAKEFEED_CLUSTER_TESTS=kafka` runs the same client steps against three Apache Kafka 4.3 nodes."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -32,9 +34,9 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from broker.dev_cluster import DevCluster
+from lakefeed_testing.kafka_reference import kafka_cluster_reference
 from lakefeed_testing.own_cluster import own_cluster
-from lakefeed_testing.tls import TestCA
+from lakefeed_testing.tls import Pem, TestCA
 from tests.broker.cluster.harness import SETTINGS, until
 
 pytestmark = pytest.mark.integration
@@ -45,18 +47,30 @@ PASSWORD = "alice-secret"
 
 @dataclass(frozen=True)
 class SaslCluster:
-    dev: DevCluster
-    internal: dict[str, str]  # mutual TLS with the nodes' certificate: a super user
+    node_ids: list[int]
+    client_port: Callable[[int], int]  # a node's SASL_SSL listener
+    kill: Callable[[int], None]
+    restart: Callable[[int], None]
+    admin_settings: dict[str, str]  # a super user's client settings
     ca_file: str
 
     def admin(self) -> AdminClient:
-        return AdminClient({**self.internal, "socket.timeout.ms": 5000})
+        return AdminClient({**self.admin_settings, "socket.timeout.ms": 5000})
 
     def user(self, node: int, password: str = PASSWORD, **extra: object) -> dict[str, object]:
         """alice's client settings, bootstrapped through node `node` only: its first login is on that node."""
-        return {"bootstrap.servers": f"127.0.0.1:{self.dev.listener_port('CLIENT', node)}",
+        return {"bootstrap.servers": f"127.0.0.1:{self.client_port(node)}",
                 "security.protocol": "SASL_SSL", "ssl.ca.location": self.ca_file, "sasl.mechanism": "SCRAM-SHA-512",
                 "sasl.username": "alice", "sasl.password": password, **extra}
+
+
+COMMON = {
+    **SETTINGS,
+    "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "offsets.topic.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "100",
+}
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +78,11 @@ def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslClust
     root = tmp_path_factory.mktemp("sasl-cluster")
     ca = TestCA(root / "pki")
     node = ca.issue("broker", server=True)
+    if os.environ.get("LAKEFEED_CLUSTER_TESTS") == "kafka":
+        yield from _kafka(ca, node)
+        return
     settings = {
-        **SETTINGS,
+        **COMMON,
         "listener.security.protocol.map": "CLIENT:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL",
         "inter.broker.listener.name": "INTERNAL",
         "controller.listener.names": "CONTROLLER",
@@ -73,16 +90,33 @@ def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslClust
         "ssl.truststore.location": str(ca.ca_file),
         "listener.name.internal.ssl.client.auth": "required",
         "listener.name.controller.ssl.client.auth": "required",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": NODE_PRINCIPAL,
-        "offsets.topic.num.partitions": "3",
-        "group.initial.rebalance.delay.ms": "100",
     }
     internal = {"security.protocol": "SSL", "ssl.ca.location": str(ca.ca_file),
                 "ssl.certificate.location": str(node.certificate), "ssl.key.location": str(node.key)}
     with own_cluster(root / "cluster", 3, settings, listener_names=("INTERNAL", "CLIENT"), client=internal) as dev:
-        yield SaslCluster(dev, {**internal, "bootstrap.servers": dev.bootstrap_servers()}, str(ca.ca_file))
+        yield SaslCluster(dev.node_ids, lambda n: dev.listener_port("CLIENT", n), dev.kill, dev.restart,
+                          {**internal, "bootstrap.servers": dev.bootstrap_servers()}, str(ca.ca_file))
+
+
+def _kafka(ca: TestCA, node: Pem) -> Iterator[SaslCluster]:
+    """Three Apache Kafka 4.3 nodes configured the same way for clients: CLIENT is SASL_SSL with SCRAM-SHA-512 and
+    the StandardAuthorizer; the nodes talk PLAINTEXT among themselves, as User:ANONYMOUS, a super user (the
+    admin client uses that listener too)."""
+    overrides = {
+        **COMMON,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,CLIENT:SASL_SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(node.keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(ca.ca_file),
+        "listener.name.client.scram-sha-512.sasl.jaas.config":
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        "super.users": "User:ANONYMOUS",
+    }
+    with kafka_cluster_reference(3, overrides, extra_listeners=("CLIENT",)) as kafka:
+        yield SaslCluster(sorted(kafka.ports), lambda n: kafka.extra_listeners["CLIENT"][n], kafka.kill,
+                          kafka.restart, {"bootstrap.servers": kafka.bootstrap_servers}, str(ca.ca_file))
 
 
 def _logs_in(cluster: SaslCluster, node: int, password: str = PASSWORD) -> bool:
@@ -115,13 +149,13 @@ def _acl(topic: str, operation: AclOperation, kind: ResourceType = ResourceType.
 def test_a_user_and_acls_made_through_one_node_hold_on_every_node_and_after_a_restart(
     sasl_cluster: SaslCluster,
 ) -> None:
-    dev, admin = sasl_cluster.dev, sasl_cluster.admin()
+    admin = sasl_cluster.admin()
     assert not _logs_in(sasl_cluster, 2)  # no such user yet
     upsert = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
                                           PASSWORD.encode())
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(15)
-    for node in dev.node_ids:
+    for node in sasl_cluster.node_ids:
         until(lambda n=node: _logs_in(sasl_cluster, n), 10, f"alice logs in on node {node}")
         assert not _logs_in(sasl_cluster, node, "wrong-password")
     described = admin.describe_user_scram_credentials(["alice"])["alice"].result(10)
@@ -153,8 +187,8 @@ def test_a_user_and_acls_made_through_one_node_hold_on_every_node_and_after_a_re
     assert _consume_error(sasl_cluster, topic, group, 2) is None
 
     # Node 2 killed and restarted: it finds the user and the ACLs again in the metadata.
-    dev.kill(2)
-    dev.restart(2)
+    sasl_cluster.kill(2)
+    sasl_cluster.restart(2)
     until(lambda: _logs_in(sasl_cluster, 2), 30, "alice logs in on the restarted node 2")
     until(lambda: _produce_everywhere(sasl_cluster, topic, 2, 3) == [None, None, None], 30,
           "alice writes everywhere after node 2's restart")
