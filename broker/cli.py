@@ -151,15 +151,20 @@ def _exit_now() -> None:
               help="Start a node that died again on its data dir (otherwise it is reported and stays down).")
 @click.option("--metrics-port", type=int, default=None,
               help="Node i serves Prometheus metrics on METRICS_PORT+i-1 (default: none).")
+@click.option("--listener-names", default="PLAINTEXT", show_default=True, metavar="NAME,...",
+              help="Each node's Kafka listeners: the first on BASE+i-1, listener k on BASE+(k+1)*NODES+i-1; map"
+              " them with --set listener.security.protocol.map=... (e.g. CLIENT:SASL_SSL,INTERNAL:SSL).")
 def dev_cluster(
     nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...], restart: bool,
-    metrics_port: int | None,
+    metrics_port: int | None, listener_names: str,
 ) -> None:
     """Run a local cluster of NODES brokers in the foreground until Ctrl-C."""
     from broker.dev_cluster import DevCluster, DevClusterError
 
+    names = tuple(name.strip() for name in listener_names.split(",") if name.strip())
     try:
-        cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides), metrics_port=metrics_port)
+        cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides), metrics_port=metrics_port,
+                             listener_names=names)
         sys.exit(cluster.run_foreground(restart))
     except (DevClusterError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
