@@ -23,6 +23,23 @@ SETTINGS = {
 }
 
 
+def mutual_tls_settings(client_protocol: str, keystore: Path, ca_file: Path) -> dict[str, str]:
+    """A cluster secured as Kafka's KRaft docs describe it: clients on CLIENT (`client_protocol`), replication on
+    INTERNAL and the quorum on CONTROLLER, both SSL with mutual TLS (every node presents `keystore`)."""
+    return {
+        **SETTINGS,
+        "listener.security.protocol.map": f"CLIENT:{client_protocol},INTERNAL:SSL,CONTROLLER:SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "controller.listener.names": "CONTROLLER",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.location": str(ca_file),
+        "listener.name.internal.ssl.client.auth": "required",
+        "listener.name.controller.ssl.client.auth": "required",
+        "offsets.topic.num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "100",
+    }
+
+
 @dataclass(frozen=True)
 class Cluster:
     name: str

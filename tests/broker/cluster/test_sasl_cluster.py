@@ -37,7 +37,7 @@ from confluent_kafka.admin import (
 from lakefeed_testing.kafka_reference import kafka_cluster_reference
 from lakefeed_testing.own_cluster import own_cluster
 from lakefeed_testing.tls import Pem, TestCA
-from tests.broker.cluster.harness import SETTINGS, until
+from tests.broker.cluster.harness import SETTINGS, mutual_tls_settings, until
 
 pytestmark = pytest.mark.integration
 
@@ -81,17 +81,7 @@ def sasl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslClust
     if os.environ.get("LAKEFEED_CLUSTER_TESTS") == "kafka":
         yield from _kafka(ca, node)
         return
-    settings = {
-        **COMMON,
-        "listener.security.protocol.map": "CLIENT:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL",
-        "inter.broker.listener.name": "INTERNAL",
-        "controller.listener.names": "CONTROLLER",
-        "ssl.keystore.location": str(node.keystore),
-        "ssl.truststore.location": str(ca.ca_file),
-        "listener.name.internal.ssl.client.auth": "required",
-        "listener.name.controller.ssl.client.auth": "required",
-        "super.users": NODE_PRINCIPAL,
-    }
+    settings = {**mutual_tls_settings("SASL_SSL", node.keystore, ca.ca_file), **COMMON, "super.users": NODE_PRINCIPAL}
     internal = {"security.protocol": "SSL", "ssl.ca.location": str(ca.ca_file),
                 "ssl.certificate.location": str(node.certificate), "ssl.key.location": str(node.key)}
     with own_cluster(root / "cluster", 3, settings, listener_names=("INTERNAL", "CLIENT"), client=internal) as dev:

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from broker.dev_cluster import DevCluster
 from lakefeed_testing.own_cluster import own_cluster
 from lakefeed_testing.tls import TestCA
-from tests.broker.cluster.harness import LAG_MS, SETTINGS, until
+from tests.broker.cluster.harness import LAG_MS, mutual_tls_settings, until
 
 pytestmark = pytest.mark.integration
 
@@ -43,18 +43,7 @@ def tls_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsCluster
     root = tmp_path_factory.mktemp("tls-cluster")
     ca = TestCA(root / "pki")
     node = ca.issue("broker", server=True)  # every node's certificate: its SAN is 127.0.0.1
-    settings = {
-        **SETTINGS,
-        "listener.security.protocol.map": "CLIENT:SSL,INTERNAL:SSL,CONTROLLER:SSL",
-        "inter.broker.listener.name": "INTERNAL",
-        "controller.listener.names": "CONTROLLER",
-        "ssl.keystore.location": str(node.keystore),
-        "ssl.truststore.location": str(ca.ca_file),
-        "listener.name.internal.ssl.client.auth": "required",
-        "listener.name.controller.ssl.client.auth": "required",
-        "offsets.topic.num.partitions": "3",
-        "group.initial.rebalance.delay.ms": "100",
-    }
+    settings = mutual_tls_settings("SSL", node.keystore, ca.ca_file)
     client = {"security.protocol": "SSL", "ssl.ca.location": str(ca.ca_file)}
     with own_cluster(root / "cluster", 3, settings, listener_names=("CLIENT", "INTERNAL"), client=client) as dev:
         yield TlsCluster(dev, ca, {**client, "bootstrap.servers": dev.bootstrap_servers()})
