@@ -8,7 +8,8 @@ keeps the original exception (ApplyBatch.failure), which wins; otherwise the tex
 A Kafka client error of the source (a failed SASL login, a denied topic) arrives as the query's own
 exception: "[STREAM_FAILED] Query [...] terminated with exception: <Kafka exception>: <message> SQLSTATE:
 XXKST". The wrapper and its SQLSTATE (STREAM_FAILED's, not the cause's) are dropped, and the security
-errors get the fix from docs/runbooks/secure-deployment.md appended.
+errors get the fix from docs/runbooks/secure-deployment.md appended. The fix for a denied topic names the
+configured topics: Apache Kafka's answer ("Topic authorization failed.") does not.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ _KAFKA_FIXES = {
                                    "kafka.sasl.mechanism against the broker's SCRAM users",
     "SslAuthenticationException": "check that source.options kafka.ssl.truststore.location holds the CA that "
                                   "signed the broker's certificate and that the certificate names the host",
-    "TopicAuthorizationException": "grant the pipeline's user READ on its topics "
+    "TopicAuthorizationException": "grant the pipeline's user READ on {topics} "
                                    "(docs/runbooks/secure-deployment.md)",
     "GroupAuthorizationException": "grant the pipeline's user READ on the consumer groups it uses "
                                    "(prefix spark-kafka-source-, or source.options groupIdPrefix)",
@@ -32,7 +33,8 @@ _KAFKA_FIXES = {
 _KAFKA_ERROR = re.compile(r"\borg\.apache\.kafka\.common\.errors\.(\w+Exception)\b")
 
 
-def root_cause(error: BaseException, recorded: BaseException | None = None) -> str:
+def root_cause(error: BaseException, recorded: BaseException | None = None, *, topics: str = "its topics") -> str:
+    """`topics`: what the source reads, for the fix of a denied topic ("topic shop", "topics matching shop-.*")."""
     if recorded is not None:
         return _one_line(f"{type(recorded).__name__}: {recorded}")
     text = str(error)
@@ -48,7 +50,7 @@ def root_cause(error: BaseException, recorded: BaseException | None = None) -> s
         line = _SQLSTATE.sub("", line)
     kafka = _KAFKA_ERROR.search(line)
     if kafka and kafka.group(1) in _KAFKA_FIXES:
-        line = f"{line}; {_KAFKA_FIXES[kafka.group(1)]}"
+        line = f"{line}; {_KAFKA_FIXES[kafka.group(1)].format(topics=topics)}"
     return line
 
 

@@ -2,6 +2,7 @@
 them when the source's SASL login or topic authorization fails; tests/spark_pipelines/test_sasl_ssl_source.py
 produces them for real)."""
 
+from spark_pipelines.config import SourceConfig
 from spark_pipelines.errors import SchemaError
 from spark_pipelines.failure import root_cause
 
@@ -18,12 +19,19 @@ def test_a_failed_sasl_login_names_the_fix_without_the_wrappers_sqlstate() -> No
         "source.options kafka.sasl.jaas.config and kafka.sasl.mechanism against the broker's SCRAM users")
 
 
-def test_a_denied_topic_names_the_acl_to_grant() -> None:
-    error = Exception(QUERY + "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to "
-                      "access topics: [shop] SQLSTATE: XXKST")
-    assert root_cause(error) == (
-        "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized to access topics: [shop]; "
-        "grant the pipeline's user READ on its topics (docs/runbooks/secure-deployment.md)")
+def test_a_denied_topic_names_the_acl_to_grant_and_the_topics() -> None:
+    # Apache Kafka 4.3's answer to describeTopics names no topic; the fix does.
+    error = Exception(QUERY + "org.apache.kafka.common.errors.TopicAuthorizationException: Topic authorization "
+                      "failed. SQLSTATE: XXKST")
+    topics = SourceConfig("127.0.0.1:9092", topics=("shop",)).described()
+    assert root_cause(error, topics=topics) == (
+        "org.apache.kafka.common.errors.TopicAuthorizationException: Topic authorization failed.; grant the "
+        "pipeline's user READ on topic shop (docs/runbooks/secure-deployment.md)")
+
+
+def test_the_source_described() -> None:
+    assert SourceConfig("b:9092", topics=("a", "b")).described() == "topics a, b"
+    assert SourceConfig("b:9092", topic_pattern="shop-.*").described() == "topics matching shop-.*"
 
 
 def test_other_errors_are_left_as_they_are() -> None:
