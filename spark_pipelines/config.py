@@ -86,6 +86,12 @@ class SourceConfig:
     max_offsets_per_trigger: int | None = None  # bounds a micro-batch (and a catch-up's memory)
     options: tuple[tuple[str, str], ...] = ()  # passed to Spark's Kafka source: TLS, SASL, client settings
 
+    def described(self) -> str:
+        """What the source reads, for messages: "topic shop", "topics a, b", "topics matching shop-.*"."""
+        if self.topic_pattern:
+            return f"topics matching {self.topic_pattern}"
+        return ("topic " if len(self.topics) == 1 else "topics ") + ", ".join(self.topics)
+
 
 @dataclass(frozen=True)
 class TableRules:

@@ -93,7 +93,8 @@ def _follow(spark: Any, config: PipelineConfig, once: bool, live: bool, metrics:
             if batch.failure is not None:
                 traceback.print_exception(batch.failure)
             click.echo(str(exc), err=True)
-        click.echo(f"error: the pipeline stopped: {root_cause(exc, batch.failure)}", err=True)
+        cause = root_cause(exc, batch.failure, topics=config.source.described())
+        click.echo(f"error: the pipeline stopped: {cause}", err=True)
         return 1
     finally:
         if status is not None:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
@@ -25,8 +24,15 @@ from kafka import KafkaProducer  # type: ignore[import-untyped]
 from kafka.errors import TopicAuthorizationFailedError  # type: ignore[import-untyped]
 
 from lakefeed_testing.kafka_reference import run_kafka_tool
-from tests.broker.security.conftest import ADMIN_PASSWORD, SecureBroker
-from tests.broker.security.test_sasl import add_scram_user, admin, sasl_config
+from lakefeed_testing.secure_broker import (
+    ADMIN_PASSWORD,
+    SecureBroker,
+    acl,
+    add_scram_user,
+    admin,
+    grant,
+    sasl_config,
+)
 
 
 @pytest.fixture
@@ -35,18 +41,6 @@ def alice(secure_broker: SecureBroker) -> Iterator[tuple[str, dict[str, Any]]]:
     name = f"alice-{uuid.uuid4().hex[:6]}"
     add_scram_user(secure_broker, name, "alice-pw")
     yield name, sasl_config(secure_broker, "SASL_PLAINTEXT", "SCRAM-SHA-256", name, "alice-pw")
-
-
-def _grant(broker: SecureBroker, *bindings: AclBinding) -> None:
-    client = admin(broker)
-    for future in client.create_acls(list(bindings)).values():
-        future.result(timeout=10)
-
-
-def _acl(principal: str, kind: ResourceType, name: str, operation: AclOperation,
-         permission: AclPermissionType = AclPermissionType.ALLOW,
-         pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
-    return AclBinding(kind, name, pattern, principal, "*", operation, permission)
 
 
 def _produce(config: dict[str, Any], topic: str) -> KafkaError | None:
@@ -93,12 +87,12 @@ def test_prefixed_allow_then_deny_wins(secure_broker: SecureBroker, alice: tuple
     topic, other = prefix + "orders", f"x{prefix}orders"
     for t in (topic, other):
         _create_topic(secure_broker, t)
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.TOPIC, prefix, AclOperation.WRITE,
-                               pattern=ResourcePatternType.PREFIXED))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TOPIC, prefix, AclOperation.WRITE,
+                             pattern=ResourcePatternType.PREFIXED))
     assert _produce(config, topic) is None
     assert _produce(config, other).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED  # type: ignore[union-attr]
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE,
-                               AclPermissionType.DENY))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE,
+                             AclPermissionType.DENY))
     assert _produce(config, topic).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED  # type: ignore[union-attr]
 
 
@@ -126,9 +120,9 @@ def test_consumer_needs_group_and_topic_read(secure_broker: SecureBroker, alice:
         return values, errors
 
     assert consume() == ([], [KafkaError.GROUP_AUTHORIZATION_FAILED])
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.GROUP, group, AclOperation.READ))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.GROUP, group, AclOperation.READ))
     assert consume() == ([], [KafkaError.TOPIC_AUTHORIZATION_FAILED])
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.READ))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.READ))
     assert consume() == ([b"v"], [])
 
 
@@ -139,15 +133,15 @@ def test_topic_admin_and_acl_admin_need_their_operations(secure_broker: SecureBr
     topic = f"adm-{uuid.uuid4().hex[:6]}"
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         client.create_topics([NewTopic(topic, 1)])[topic].result(timeout=10)
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE))
     client.create_topics([NewTopic(topic, 1)])[topic].result(timeout=10)
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         client.delete_topics([topic])[topic].result(timeout=10)
-    binding = _acl(f"User:{name}", ResourceType.TOPIC, "*", AclOperation.DELETE)
+    binding = acl(f"User:{name}", ResourceType.TOPIC, "*", AclOperation.DELETE)
     with pytest.raises(KafkaException, match="CLUSTER_AUTHORIZATION_FAILED"):
         for future in client.create_acls([binding]).values():
             future.result(timeout=10)
-    _grant(secure_broker, binding)
+    grant(secure_broker, binding)
     client.delete_topics([topic])[topic].result(timeout=10)
 
 
@@ -155,8 +149,8 @@ def test_describe_and_delete_acls(secure_broker: SecureBroker, alice: tuple[str,
     name, config = alice
     topic = f"d-{uuid.uuid4().hex[:6]}"
     _create_topic(secure_broker, topic)
-    _grant(secure_broker, _acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE),
-           _acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.READ))
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE),
+          acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.READ))
     client = admin(secure_broker)
     mine = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{name}", None,
                             AclOperation.ANY, AclPermissionType.ANY)
@@ -213,8 +207,8 @@ def test_produce_cannot_auto_create_without_create(secure_broker: SecureBroker) 
     from tests.broker.security.test_sasl import raw_plain_login, read_response
 
     prefix = f"raw-{uuid.uuid4().hex[:6]}-"
-    _grant(secure_broker, _acl("User:plainuser", ResourceType.TOPIC, prefix, AclOperation.WRITE,
-                               pattern=ResourcePatternType.PREFIXED))
+    grant(secure_broker, acl("User:plainuser", ResourceType.TOPIC, prefix, AclOperation.WRITE,
+                             pattern=ResourcePatternType.PREFIXED))
     with raw_plain_login(secure_broker, "plainuser", "plain-secret") as sock:
         assert sock.recv(4) == b"\0\0\0\0"
         data = (PartitionProduceData(index=0, records=record_batch([b"v"])),)

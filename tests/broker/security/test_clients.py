@@ -12,23 +12,21 @@ from urllib.parse import quote
 
 from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
 
+from lakefeed_testing.secure_broker import SecureBroker, acl, add_scram_user, grant
 from sink.errors import SinkError
 from sink.kafka import KafkaSink, prepare_topic
 from sink.message import Message, MessageBatch
 from sink.uri import parse_sink_uri
-from tests.broker.security.conftest import SecureBroker
-from tests.broker.security.test_acls import _acl, _grant
-from tests.broker.security.test_sasl import add_scram_user
 
 
 def test_sink_delivers_over_sasl_ssl_with_scram(secure_broker: SecureBroker, tmp_path: Path) -> None:
     user, prefix = f"cdc-{uuid.uuid4().hex[:6]}", f"cdc-{uuid.uuid4().hex[:6]}."
     add_scram_user(secure_broker, user, "cdc-pw", "SCRAM-SHA-512")
     principal = f"User:{user}"
-    _grant(secure_broker,
-           _acl(principal, ResourceType.TOPIC, prefix, AclOperation.ALL, pattern=ResourcePatternType.PREFIXED),
-           _acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE),
-           _acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS))
+    grant(secure_broker,
+          acl(principal, ResourceType.TOPIC, prefix, AclOperation.ALL, pattern=ResourcePatternType.PREFIXED),
+          acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE),
+          acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE_CONFIGS))
     topic = prefix + "shop"
     secret = tmp_path / "sasl-password"  # the password stays out of the URI the server stores
     secret.write_text("cdc-pw\n")
@@ -57,8 +55,8 @@ def test_kcat_over_sasl_ssl(secure_broker: SecureBroker) -> None:
     # Kafka 4 and this broker both refuse (RFC 5802).
     user = "plainuser"
     topic = f"kc-{uuid.uuid4().hex[:6]}"
-    _grant(secure_broker, _acl(f"User:{user}", ResourceType.TOPIC, topic, AclOperation.ALL),
-           _acl(f"User:{user}", ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE))
+    grant(secure_broker, acl(f"User:{user}", ResourceType.TOPIC, topic, AclOperation.ALL),
+          acl(f"User:{user}", ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE))
     common = ["kcat", "-b", secure_broker.bootstrap("SASL_SSL"), "-X", "security.protocol=SASL_SSL",
               "-X", "sasl.mechanisms=PLAIN", "-X", f"sasl.username={user}", "-X", "sasl.password=plain-secret",
               "-X", f"ssl.ca.location={secure_broker.ca.ca_file}", "-X", "log_level=0"]

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 )
 
 from lakefeed_testing.net import free_port, port_open, wait_until
-from tests.broker.security.conftest import start_broker, stop
+from lakefeed_testing.secure_broker import start_broker, stop
 from tests.broker.security.test_acls import _produce
 
 

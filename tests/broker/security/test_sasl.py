@@ -14,38 +14,16 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
-    ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialDeletion,
-    UserScramCredentialUpsertion,
 )
 from kafka import KafkaAdminClient  # type: ignore[import-untyped]
 from kio.serial import entity_reader
 
 from broker.protocol.apis import response_class
 from lakefeed_testing.kafka_reference import run_kafka_tool
+from lakefeed_testing.secure_broker import ADMIN_PASSWORD, SecureBroker, add_scram_user, admin, ours_only, sasl_config
 from tests.broker.kio_wire import frame, read_frame
-from tests.broker.security.conftest import ADMIN_PASSWORD, SecureBroker, ours_only
-
-
-def sasl_config(broker: SecureBroker, listener: str, mechanism: str, user: str, password: str) -> dict[str, Any]:
-    config = {"bootstrap.servers": broker.bootstrap(listener), "security.protocol": listener,
-              "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
-    if listener == "SASL_SSL":
-        config["ssl.ca.location"] = str(broker.ca.ca_file)
-    return config
-
-
-def admin(broker: SecureBroker) -> AdminClient:
-    return AdminClient(sasl_config(broker, "SASL_SSL", "PLAIN", "admin", ADMIN_PASSWORD))
-
-
-def add_scram_user(broker: SecureBroker, user: str, password: str, mechanism: str = "SCRAM-SHA-256") -> None:
-    info = ScramCredentialInfo(ScramMechanism[mechanism.replace("-", "_")], 4096)
-    client = admin(broker)  # kept referenced: a destroyed client fails its futures
-    futures = client.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password.encode())])
-    for future in futures.values():
-        future.result(timeout=20)
 
 
 def login_error(config: dict[str, Any]) -> KafkaError | None:

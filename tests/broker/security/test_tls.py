@@ -18,8 +18,8 @@ from kafka import KafkaConsumer  # type: ignore[import-untyped]
 
 from broker.config import ConfigError
 from broker.config_catalog import check_broker_properties
+from lakefeed_testing.secure_broker import SecureBroker
 from lakefeed_testing.tls import TestCA
-from tests.broker.security.conftest import SecureBroker
 
 
 def _tls_client(broker: SecureBroker) -> dict[str, str]:

@@ -1,17 +1,34 @@
-"""One secured broker process for the security tests: PLAINTEXT, SSL (client certificates requested),
-SASL_PLAINTEXT and SASL_SSL listeners, PLAIN users from the JAAS config, ACLs on, `User:admin` and the
-`tls-admin` certificate super users."""
+"""One secured broker for security tests: PLAINTEXT, SSL (client certificates requested), SASL_PLAINTEXT and
+SASL_SSL listeners, PLAIN users from the JAAS config, SCRAM users added through AlterUserScramCredentials, ACLs
+on (StandardAuthorizer), `User:admin` and the `tls-admin` certificate super users.
+
+`LAKEFEED_SECURITY_IMPL=kafka` starts Apache Kafka 4.3 configured the same way instead of our broker, so the
+same client-side tests prove the settings against the reference (docs/development.md). The admin helpers
+below log in as the PLAIN super user over SASL_SSL with confluent-kafka's AdminClient.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import pytest
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from lakefeed_testing.kafka_reference import kafka_reference
 from lakefeed_testing.net import free_port, port_open, wait_until
@@ -60,9 +77,9 @@ def ours_only(broker: SecureBroker) -> bool:
     return broker.kind == "ours"
 
 
-@pytest.fixture(scope="session")
-def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    root = tmp_path_factory.mktemp("secure-broker")
+@contextlib.contextmanager
+def secure_broker(root: Path) -> Iterator[SecureBroker]:
+    """Our broker (or Apache Kafka with LAKEFEED_SECURITY_IMPL=kafka) with every listener kind, stopped after."""
     ca = TestCA(root / "pki")
     server = ca.issue("broker", server=True)
     ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
@@ -104,3 +121,37 @@ def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBr
         yield SecureBroker("ours", ports, ca, client, tls_admin, root / "broker.log", root / "data")
     finally:
         stop(process)
+
+
+def sasl_config(broker: SecureBroker, listener: str, mechanism: str, user: str, password: str) -> dict[str, Any]:
+    """confluent-kafka settings that log in as `user` on `listener` (SASL_PLAINTEXT or SASL_SSL)."""
+    config = {"bootstrap.servers": broker.bootstrap(listener), "security.protocol": listener,
+              "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+    if listener == "SASL_SSL":
+        config["ssl.ca.location"] = str(broker.ca.ca_file)
+    return config
+
+
+def admin(broker: SecureBroker) -> AdminClient:
+    return AdminClient(sasl_config(broker, "SASL_SSL", "PLAIN", "admin", ADMIN_PASSWORD))
+
+
+def add_scram_user(broker: SecureBroker, user: str, password: str, mechanism: str = "SCRAM-SHA-256") -> None:
+    info = ScramCredentialInfo(ScramMechanism[mechanism.replace("-", "_")], 4096)
+    client = admin(broker)  # kept referenced: a destroyed client fails its futures
+    futures = client.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password.encode())])
+    for future in futures.values():
+        future.result(timeout=20)
+
+
+def acl(principal: str, kind: ResourceType, name: str, operation: AclOperation,
+        permission: AclPermissionType = AclPermissionType.ALLOW,
+        pattern: ResourcePatternType = ResourcePatternType.LITERAL) -> AclBinding:
+    """One ACL binding from any host ("*")."""
+    return AclBinding(kind, name, pattern, principal, "*", operation, permission)
+
+
+def grant(broker: SecureBroker, *bindings: AclBinding) -> None:
+    client = admin(broker)
+    for future in client.create_acls(list(bindings)).values():
+        future.result(timeout=10)
