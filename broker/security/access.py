@@ -11,6 +11,7 @@ the principal may describe. APIs this broker answers with an error anyway (trans
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -202,6 +203,32 @@ async def _metadata(caller: Caller, state: BrokerState, request: Request, handle
     return await _metadata_named(caller, state, request, handler)
 
 
+def _describe_topic_partitions_denied(cls: Any, topic: Any, request: Request) -> Any:
+    return build(nested(cls, "DescribeTopicPartitionsResponseTopic"), error_code=TAF, name=topic.name,
+                 topic_id=uuid.UUID(int=0), is_internal=False, partitions=(),
+                 topic_authorized_operations=_NO_OPERATIONS)
+
+
+_describe_topic_partitions_named = _per_item(
+    "topics", lambda c, s, t: c.may(Operation.DESCRIBE, _TOPIC, t.name), _describe_topic_partitions_denied, "topics")
+
+
+async def _describe_topic_partitions(caller: Caller, state: BrokerState, request: Request, handler: Handler) -> Any:
+    """As Kafka's DescribeTopicPartitionsRequestHandler: every topic asked for that the caller may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED (whether it exists or not); with no topic named, only those it may DESCRIBE."""
+    body = request.body
+    if not body.topics:
+        response = await handler(state, request)
+        return dataclasses.replace(response, topics=tuple(
+            t for t in response.topics if caller.may(Operation.DESCRIBE, _TOPIC, t.name)))
+    if not any(caller.may(Operation.DESCRIBE, _TOPIC, t.name) for t in body.topics):
+        # Not through the handler: an empty topic list would ask it for every topic.
+        cls = response_class(request.header.api_key, request.header.api_version)
+        return build(cls, throttle_time=NO_THROTTLE, next_cursor=None, topics=tuple(
+            _describe_topic_partitions_denied(cls, t, request) for t in body.topics))
+    return await _describe_topic_partitions_named(caller, state, request, handler)
+
+
 def _config_allowed(operation: Operation) -> Callable[[Caller, BrokerState, Any], bool]:
     def allowed(caller: Caller, state: BrokerState, resource: Any) -> bool:
         if resource.resource_type == _CONFIG_TOPIC:
@@ -367,6 +394,7 @@ RULES: dict[int, Rule] = {
     api_key("fetch"): _fetch,
     api_key("list_offsets"): _list_offsets,
     api_key("metadata"): _metadata,
+    api_key("describe_topic_partitions"): _describe_topic_partitions,
     api_key("create_topics"): _per_item(
         "topics", _create_topic_allowed,
         lambda cls, t, r: build(nested(cls, "CreatableTopicResult"), name=t.name, topic_id=None, error_code=TAF,
@@ -415,5 +443,5 @@ RULES: dict[int, Rule] = {
 }
 # Need no ACL (Kafka checks none, or this broker answers them with an error whatever the caller).
 UNCHECKED = frozenset(api_key(name) for name in (
-    "api_versions", "describe_cluster", "describe_topic_partitions", "add_partitions_to_txn", "add_offsets_to_txn",
+    "api_versions", "describe_cluster", "add_partitions_to_txn", "add_offsets_to_txn",
     "end_txn", "txn_offset_commit", "describe_transactions", "list_transactions"))

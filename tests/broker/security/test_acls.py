@@ -5,6 +5,7 @@ DeleteAcls through confluent-kafka's admin client, and kafka-python sees the sam
 from __future__ import annotations
 
 import os
+import ssl
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +34,7 @@ from lakefeed_testing.secure_broker import (
     grant,
     sasl_config,
 )
+from tests.broker.kio_wire import roundtrip
 
 
 @pytest.fixture
@@ -220,3 +222,29 @@ def test_produce_cannot_auto_create_without_create(secure_broker: SecureBroker) 
     assert codes == {prefix + "new": KafkaError.UNKNOWN_TOPIC_OR_PART,
                      "elsewhere": KafkaError.TOPIC_AUTHORIZATION_FAILED}
     assert prefix + "new" not in admin(secure_broker).list_topics(timeout=10).topics
+
+
+def _describe_topic_partitions(broker: SecureBroker, names: list[str]) -> list[tuple[str, int, int]]:
+    """(topic, error code, partition count) of DescribeTopicPartitions (API 75, which Kafka's Java admin uses to
+    describe topics) as the client certificate's principal, which has no ACLs but the ones a test grants."""
+    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest, TopicRequest
+
+    context = ssl.create_default_context(cafile=str(broker.ca.ca_file))
+    context.load_cert_chain(str(broker.client.certificate), str(broker.client.key))
+    request = DescribeTopicPartitionsRequest(topics=tuple(TopicRequest(name=n) for n in names),
+                                             response_partition_limit=100, cursor=None)
+    _, response = roundtrip(broker.ports["SSL"], 75, 0, request, tls=context)
+    return sorted((t.name, int(t.error_code), len(t.partitions)) for t in response.topics)
+
+
+def test_describe_topic_partitions_shows_only_what_the_caller_may_describe(secure_broker: SecureBroker) -> None:
+    """Kafka's DescribeTopicPartitionsRequestHandler: a named topic the caller may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED whether it exists or not; asked for every topic, only the describable ones."""
+    topic, missing = f"dtp-{uuid.uuid4().hex[:6]}", f"dtp-missing-{uuid.uuid4().hex[:6]}"
+    _create_topic(secure_broker, topic)
+    taf = int(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    assert _describe_topic_partitions(secure_broker, [topic, missing]) == [(topic, taf, 0), (missing, taf, 0)]
+    principal = "User:CN=client,O=lakefeed-test"
+    grant(secure_broker, acl(principal, ResourceType.TOPIC, topic, AclOperation.DESCRIBE))
+    assert _describe_topic_partitions(secure_broker, [topic, missing]) == [(topic, 0, 1), (missing, taf, 0)]
+    assert _describe_topic_partitions(secure_broker, []) == [(topic, 0, 1)]  # every topic: the describable ones
