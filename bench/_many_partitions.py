@@ -13,11 +13,13 @@ Fetch path, and the group's forming time is reported apart ("group ready s").
 from __future__ import annotations
 
 import multiprocessing
+import os
 import statistics
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import click
@@ -66,6 +68,10 @@ class ManyResult:
     consume_mb: float
     consume_rate: float
     group_ready_s: float
+    produce_client_cpu: float  # the clients' CPU seconds (every thread) per second of the phase, in cores
+    consume_client_cpu: float
+    produce_broker_cpu: float  # the broker process's, the same way
+    consume_broker_cpu: float
     loaded_p99_ms: float  # every record of the throughput run: mostly time queued in the client
     p50_ms: float  # the fixed-rate run
     p99_ms: float
@@ -78,6 +84,12 @@ def _payload(size: int) -> bytes:
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] * 1000
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of every thread of process `pid` so far (proc(5): /proc/PID/stat fields 14, 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _produce_worker(bootstrap: str, topic: str, index: int, shape: ManyShape, barrier: Any, out: Any) -> None:
@@ -103,7 +115,7 @@ def _produce_worker(bootstrap: str, topic: str, index: int, shape: ManyShape, ba
         producer.produce(topic, b"warm-up", key=b"warm-up")
         producer.flush(60)
     barrier.wait(300)
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     report = into(loaded)
     for key in keys:
         try:
@@ -113,7 +125,7 @@ def _produce_worker(bootstrap: str, topic: str, index: int, shape: ManyShape, ba
             bulk.produce(topic, payload, key=key, on_delivery=report)
         bulk.poll(0)
     remaining = bulk.flush(300)
-    out.put(("produce", index, started, time.monotonic(), remaining, errors[:3], loaded))
+    out.put(("produce", index, started, time.monotonic(), remaining, errors[:3], loaded, time.process_time() - cpu))
     barrier.wait(300)
     interval = shape.producers / shape.rate
     report = into(timed)
@@ -128,8 +140,8 @@ def _produce_worker(bootstrap: str, topic: str, index: int, shape: ManyShape, ba
     out.put(("latency", index, remaining, errors[:3], timed))
 
 
-def _consume_worker(bootstrap: str, topic: str, group: str, index: int, assigned: Any, progress: Any, go: Any,
-                    stop: Any) -> None:
+def _consume_worker(bootstrap: str, topic: str, group: str, index: int, assigned: Any, progress: Any, cpu: Any,
+                    go: Any, stop: Any) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False, "fetch.max.bytes": 52_428_800})
 
@@ -147,7 +159,7 @@ def _consume_worker(bootstrap: str, topic: str, group: str, index: int, assigned
     while not stop.is_set():
         if not resumed and go.is_set():
             consumer.resume(consumer.assignment())
-            resumed = True
+            resumed, cpu_start = True, time.process_time()
         newest: dict[int, int] = {}
         for message in consumer.consume(10_000, 0.05):
             if message.error() is None:
@@ -155,6 +167,8 @@ def _consume_worker(bootstrap: str, topic: str, group: str, index: int, assigned
         for partition, offset in newest.items():
             # One owner per partition at a time; max() keeps a re-read after a rebalance from counting twice.
             progress[partition] = max(progress[partition], offset)
+        if resumed:
+            cpu[index] = time.process_time() - cpu_start
     consumer.close()
 
 
@@ -174,8 +188,10 @@ def _create_topic(bootstrap: str, partitions: int) -> str:
     raise click.ClickException(f"topic {name} on {bootstrap}: not every partition had a leader after 120 s")
 
 
-def _produce(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, list[float], list[float]]:
-    """Seconds from the first producer's start to the last one's final acknowledgement; latencies in s."""
+def _produce(bootstrap: str, broker_pid: int, topic: str,
+             shape: ManyShape) -> tuple[float, float, float, list[float], list[float]]:
+    """Seconds from the first producer's start to the last one's final acknowledgement, the producers' CPU
+    seconds meanwhile, the broker's CPU cores used meanwhile; latencies in s."""
     barrier, out = _CONTEXT.Barrier(shape.producers + 1), _CONTEXT.Queue()
     workers = [_CONTEXT.Process(target=_produce_worker, args=(bootstrap, topic, i, shape, barrier, out))
                for i in range(shape.producers)]
@@ -183,7 +199,9 @@ def _produce(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, list[
         worker.start()
     try:
         barrier.wait(300)
+        broker_cpu, began = process_cpu_seconds(broker_pid), time.monotonic()
         done = [out.get(timeout=600) for _ in workers]
+        broker_cores = (process_cpu_seconds(broker_pid) - broker_cpu) / (time.monotonic() - began)
         failed = [d for d in done if d[4] or d[5]]
         if failed:
             raise click.ClickException(f"produce to {bootstrap}: {failed[0][4]} unacknowledged, errors {failed[0][5]}")
@@ -195,7 +213,8 @@ def _produce(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, list[
             if worker.is_alive():
                 worker.kill()
     seconds = max(d[3] for d in done) - min(d[2] for d in done)
-    return seconds, [x for d in done for x in d[6]], [x for t in timed for x in t[4]]
+    loaded = [x for d in done for x in d[6]]
+    return seconds, sum(d[7] for d in done), broker_cores, loaded, [x for t in timed for x in t[4]]
 
 
 def _wait_for_group(assigned: Any, partitions: int, deadline: float) -> None:
@@ -212,14 +231,16 @@ def _wait_for_group(assigned: Any, partitions: int, deadline: float) -> None:
     raise click.ClickException(f"consumer group: {sum(assigned)} of {partitions} partitions assigned after 180 s")
 
 
-def _consume(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, float]:
-    """(seconds to read every record once all members started fetching, seconds the group took to form)."""
+def _consume(bootstrap: str, broker_pid: int, topic: str, shape: ManyShape) -> tuple[float, float, float, float]:
+    """(seconds to read every record once all members started fetching, seconds the group took to form, the
+    consumers' CPU seconds while reading, the broker's CPU cores used meanwhile)."""
     assigned = _CONTEXT.Array("i", shape.consumers, lock=False)
+    cpu = _CONTEXT.Array("d", shape.consumers, lock=False)
     progress = _CONTEXT.Array("q", shape.partitions, lock=False)
     go, stop = _CONTEXT.Event(), _CONTEXT.Event()
     group = f"bench-many-{uuid.uuid4().hex[:6]}"
     workers = [_CONTEXT.Process(target=_consume_worker,
-                                args=(bootstrap, topic, group, i, assigned, progress, go, stop))
+                                args=(bootstrap, topic, group, i, assigned, progress, cpu, go, stop))
                for i in range(shape.consumers)]
     started = time.monotonic()
     for worker in workers:
@@ -228,6 +249,7 @@ def _consume(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, float
         _wait_for_group(assigned, shape.partitions, started + 180)
         ready = time.monotonic() - started
         expected = shape.records + shape.extra_records
+        broker_cpu = process_cpu_seconds(broker_pid)
         go.set()
         began = time.monotonic()
         deadline = began + 300
@@ -236,24 +258,27 @@ def _consume(bootstrap: str, topic: str, shape: ManyShape) -> tuple[float, float
                 raise click.ClickException(f"consume from {bootstrap}: {sum(progress)} of {expected} in 300 s")
             time.sleep(0.005)
         seconds = time.monotonic() - began
+        cpu_seconds = sum(cpu)
+        broker_cores = (process_cpu_seconds(broker_pid) - broker_cpu) / seconds
     finally:
         stop.set()
         for worker in workers:
             worker.join(60)
             if worker.is_alive():
                 worker.kill()
-    return seconds, ready
+    return seconds, ready, cpu_seconds, broker_cores
 
 
-def measure_many(bootstrap: str, shape: ManyShape) -> ManyResult:
+def measure_many(bootstrap: str, broker_pid: int, shape: ManyShape) -> ManyResult:
     topic = _create_topic(bootstrap, shape.partitions)
-    produce_s, loaded, timed = _produce(bootstrap, topic, shape)
-    consume_s, ready_s = _consume(bootstrap, topic, shape)
+    produce_s, produce_cpu, broker_produce, loaded, timed = _produce(bootstrap, broker_pid, topic, shape)
+    consume_s, ready_s, consume_cpu, broker_consume = _consume(bootstrap, broker_pid, topic, shape)
     megabytes = shape.size * shape.records / 1e6
     consumed = shape.records + shape.extra_records
     return ManyResult(
         megabytes / produce_s, shape.records / produce_s, shape.size * consumed / 1e6 / consume_s,
-        consumed / consume_s, ready_s,
+        consumed / consume_s, ready_s, produce_cpu / produce_s, consume_cpu / consume_s, broker_produce,
+        broker_consume,
         _percentile(loaded, 0.99), statistics.median(timed) * 1000, _percentile(timed, 0.99),
     )
 
@@ -265,6 +290,10 @@ def many_table(case: str, ours: ManyResult, kafka: ManyResult) -> str:
         ("consume MB/s", lambda r: r.consume_mb, "{:.1f}"),
         ("consume records/s", lambda r: r.consume_rate, "{:,.0f}"),
         ("consumer group ready s (not in consume rate)", lambda r: r.group_ready_s, "{:.2f}"),
+        (f"producers' CPU, cores of {os.cpu_count()}", lambda r: r.produce_client_cpu, "{:.2f}"),
+        (f"consumers' CPU, cores of {os.cpu_count()}", lambda r: r.consume_client_cpu, "{:.2f}"),
+        ("broker's CPU while producing, cores", lambda r: r.produce_broker_cpu, "{:.2f}"),
+        ("broker's CPU while consuming, cores", lambda r: r.consume_broker_cpu, "{:.2f}"),
         ("produce latency p99 ms at full load", lambda r: r.loaded_p99_ms, "{:.1f}"),
         ("produce latency p50 ms at fixed rate", lambda r: r.p50_ms, "{:.2f}"),
         ("produce latency p99 ms at fixed rate", lambda r: r.p99_ms, "{:.2f}"),

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _many_partitions import ManyResult, ManyShape, many_table, measure_many
 from _produce_timing import timed_produce
 
-from lakefeed_testing.kafka_reference import kafka_reference
+from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
 from lakefeed_testing.own_broker import OwnBroker
 
 
@@ -160,11 +160,23 @@ def _single(small: int, large: int, latency_seconds: float, rate: int) -> str:
     return _table(rows)
 
 
-def _many_round(bootstrap: str, shape: ManyShape, who: str) -> ManyResult:
+def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyResult:
     click.echo(f"{who}: warm-up round ({shape.smaller().records:,} records) ...", err=True)
-    measure_many(bootstrap, shape.smaller())
+    measure_many(bootstrap, pid, shape.smaller())
     click.echo(f"{who}: {shape.records:,} records ...", err=True)
-    return measure_many(bootstrap, shape)
+    return measure_many(bootstrap, pid, shape)
+
+
+def _java_pid(kafka: KafkaReference) -> int:
+    """The reference's JVM: the process whose command line names its server.properties."""
+    properties = str(kafka.data_dir.parent / "server.properties")
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and properties in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                return int(entry.name)
+        except OSError:
+            continue  # exited meanwhile
+    raise click.ClickException(f"no process runs {properties}")
 
 
 def _many(shape: ManyShape) -> str:
@@ -172,12 +184,13 @@ def _many(shape: ManyShape) -> str:
         ours = OwnBroker(Path(root))
         ours.start()
         try:
-            mine = _many_round(ours.bootstrap, shape, "ours")
+            assert ours.process is not None
+            mine = _many_round(ours.bootstrap, ours.process.pid, shape, "ours")
         finally:
             ours.stop()
     # The same group.initial.rebalance.delay.ms as OwnBroker's, so both groups form the same way.
     with kafka_reference({"group.initial.rebalance.delay.ms": "300"}) as kafka:
-        theirs = _many_round(kafka.bootstrap_servers, shape, "Kafka")
+        theirs = _many_round(kafka.bootstrap_servers, _java_pid(kafka), shape, "Kafka")
     case = (f"{shape.partitions:,} partitions, {shape.producers} producers, {shape.consumers} consumers,"
             f" {shape.size} B keyed, acks={shape.acks}, {shape.records:,} records")
     return many_table(case, mine, theirs)
