@@ -1,6 +1,10 @@
 """Broker throughput and produce latency: our broker vs Apache Kafka, side by side in one run.
 
     .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500]
+    .venv/bin/python bench/broker.py --case many [--partitions 1000] [--producers 20] [--consumers 20]
+        [--records-per-producer 5000] [--many-rate 1000]
+
+`--case single` (the default):
 
 For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-partition topic of each broker
 (both run on this machine, one after the other, never at the same time, after a warm-up round each):
@@ -9,6 +13,11 @@ For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-part
 - consume: a Consumer reads those N records back from the beginning: MB/s and records/s;
 - latency: a Producer with linger.ms=0 sends `--rate` records/s for `--latency-seconds`; each record's
   produce() -> acknowledgement time is librdkafka's own `Message.latency()`: p50 and p99.
+`--case many` (bench/_many_partitions.py): one topic of `--partitions` partitions; `--producers` producer
+processes send `--records-per-producer` keyed 1 KiB records each (acks=all), then `--consumers` consumers in
+one group read everything back, then the producers send `--many-rate` records/s together for
+`--latency-seconds` (p50/p99). Here the two brokers never run at the same time: ours is started, warmed up,
+measured and stopped, then Kafka (1,000 idle partitions of the other broker would skew the second).
 Our broker is the real `broker start` process with its disk store; Kafka is the 4.3 reference (KRaft).
 """
 
@@ -30,9 +39,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _many_partitions import ManyResult, ManyShape, many_table, measure_many
 from _produce_timing import timed_produce
 
-from lakefeed_testing.kafka_reference import kafka_reference
+from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
 from lakefeed_testing.own_broker import OwnBroker
 
 
@@ -129,13 +139,7 @@ def _table(rows: list[tuple[str, Result, Result]]) -> str:
     return "\n".join(lines)
 
 
-@click.command()
-@click.option("--small", default=150_000, show_default=True, help="records per produce/consume run at 100 B")
-@click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
-@click.option("--latency-seconds", default=3.0, show_default=True)
-@click.option("--rate", default=500, show_default=True, help="records/s during the latency runs")
-def main(small: int, large: int, latency_seconds: float, rate: int) -> None:
-    """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
+def _single(small: int, large: int, latency_seconds: float, rate: int) -> str:
     cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
     rows: list[tuple[str, Result, Result]] = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, kafka_reference() as kafka:
@@ -153,7 +157,66 @@ def main(small: int, large: int, latency_seconds: float, rate: int) -> None:
                 rows.append((case, mine, theirs))
         finally:
             ours.stop()
-    click.echo(_table(rows))
+    return _table(rows)
+
+
+def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyResult:
+    click.echo(f"{who}: warm-up round ({shape.smaller().records:,} records) ...", err=True)
+    measure_many(bootstrap, pid, shape.smaller())
+    click.echo(f"{who}: {shape.records:,} records ...", err=True)
+    return measure_many(bootstrap, pid, shape)
+
+
+def _java_pid(kafka: KafkaReference) -> int:
+    """The reference's JVM: the process whose command line names its server.properties."""
+    properties = str(kafka.data_dir.parent / "server.properties")
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and properties in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                return int(entry.name)
+        except OSError:
+            continue  # exited meanwhile
+    raise click.ClickException(f"no process runs {properties}")
+
+
+def _many(shape: ManyShape) -> str:
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root:
+        ours = OwnBroker(Path(root))
+        ours.start()
+        try:
+            assert ours.process is not None
+            mine = _many_round(ours.bootstrap, ours.process.pid, shape, "ours")
+        finally:
+            ours.stop()
+    # The same group.initial.rebalance.delay.ms as OwnBroker's, so both groups form the same way.
+    with kafka_reference({"group.initial.rebalance.delay.ms": "300"}) as kafka:
+        theirs = _many_round(kafka.bootstrap_servers, _java_pid(kafka), shape, "Kafka")
+    case = (f"{shape.partitions:,} partitions, {shape.producers} producers, {shape.consumers} consumers,"
+            f" {shape.size} B keyed, acks={shape.acks}, {shape.records:,} records")
+    return many_table(case, mine, theirs)
+
+
+@click.command()
+@click.option("--case", "which", type=click.Choice(["single", "many"]), default="single", show_default=True,
+              help="single: one-partition topics, one client; many: --partitions with many producers and consumers")
+@click.option("--small", default=150_000, show_default=True, help="records per produce/consume run at 100 B")
+@click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
+@click.option("--latency-seconds", default=3.0, show_default=True)
+@click.option("--rate", default=500, show_default=True, help="records/s during the latency runs (single)")
+@click.option("--partitions", default=1000, show_default=True, help="partitions of the topic (many)")
+@click.option("--producers", default=20, show_default=True, help="producer processes (many)")
+@click.option("--consumers", default=20, show_default=True, help="consumer processes in one group (many)")
+@click.option("--records-per-producer", default=5000, show_default=True, help="1 KiB records per producer (many)")
+@click.option("--many-rate", default=1000, show_default=True,
+              help="records/s of all producers together during the latency run (many)")
+def main(which: str, small: int, large: int, latency_seconds: float, rate: int, partitions: int, producers: int,
+         consumers: int, records_per_producer: int, many_rate: int) -> None:
+    """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
+    if which == "single":
+        click.echo(_single(small, large, latency_seconds, rate))
+    else:
+        click.echo(_many(ManyShape(partitions, producers, consumers, records_per_producer, 1024, "all", many_rate,
+                                   latency_seconds)))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 from pathlib import Path
 from typing import BinaryIO
@@ -53,6 +54,12 @@ class OffsetIndex:
         keep = bisect.bisect_left(self.positions, position)
         self.offsets, self.positions = self.offsets[:keep], self.positions[:keep]
         self.rewrite()
+
+    def detach(self) -> None:
+        """Keep later appends in memory only, until `rewrite` or `close`: a recovery walk rebuilds the entries
+        and writes the file only if they differ from it."""
+        self.close()
+        self._file = io.BytesIO()
 
     def _handle(self) -> BinaryIO:
         if self._file is None:

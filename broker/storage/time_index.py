@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 from pathlib import Path
 from typing import BinaryIO
@@ -52,6 +53,12 @@ class TimeIndex:
         keep = bisect.bisect_left(self.offsets, offset - self.base_offset)
         self.timestamps, self.offsets = self.timestamps[:keep], self.offsets[:keep]
         self.rewrite()
+
+    def detach(self) -> None:
+        """Keep later appends in memory only, until `rewrite` or `close`: a recovery walk rebuilds the entries
+        and writes the file only if they differ from it."""
+        self.close()
+        self._file = io.BytesIO()
 
     def _handle(self) -> BinaryIO:
         if self._file is None:
