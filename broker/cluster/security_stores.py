@@ -8,7 +8,7 @@ through one broker holds on all of them, and survives restarts through the metad
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
@@ -36,12 +36,7 @@ async def _propose(node: NodeView, records: list[r.Record], what: str) -> None:
 
 
 def _credential(record: r.ScramCredentialChange) -> ScramCredential:
-    return ScramCredential(base64.b64decode(record.salt), base64.b64decode(record.stored_key),
-                           base64.b64decode(record.server_key), record.iterations)
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return ScramCredential.decoded(dataclasses.asdict(record))
 
 
 class ClusterCredentialStore:
@@ -59,8 +54,7 @@ class ClusterCredentialStore:
     async def apply(self, changes: Sequence[CredentialChange]) -> None:
         records: list[r.Record] = [
             r.ScramCredentialChange(c.user, c.mechanism, remove=True) if c.credential is None else
-            r.ScramCredentialChange(c.user, c.mechanism, _b64(c.credential.salt), _b64(c.credential.stored_key),
-                                    _b64(c.credential.server_key), c.credential.iterations)
+            r.ScramCredentialChange(c.user, c.mechanism, **c.credential.encoded())
             for c in changes
         ]
         if records:

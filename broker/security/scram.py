@@ -12,10 +12,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -34,6 +34,17 @@ class ScramCredential:
     stored_key: bytes
     server_key: bytes
     iterations: int
+
+    def encoded(self) -> dict[str, Any]:
+        """As JSON keeps it (the file store, the cluster's ScramCredentialChange records): base64 salt and keys."""
+        return {"salt": _b64(self.salt), "stored_key": _b64(self.stored_key), "server_key": _b64(self.server_key),
+                "iterations": self.iterations}
+
+    @classmethod
+    def decoded(cls, fields: Mapping[str, Any]) -> ScramCredential:
+        """The credential `encoded` gave (other keys of `fields` are ignored)."""
+        return cls(base64.b64decode(fields["salt"]), base64.b64decode(fields["stored_key"]),
+                   base64.b64decode(fields["server_key"]), int(fields["iterations"]))
 
 
 def from_salted_password(mechanism: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
@@ -92,10 +103,7 @@ class FileCredentialStore:
         self._path = path
         raw = json_file.load(path, {})
         self._users: dict[str, dict[str, ScramCredential]] = {
-            user: {mech: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
-                                         base64.b64decode(c["server_key"]), int(c["iterations"]))
-                   for mech, c in mechs.items()}
-            for user, mechs in raw.items()
+            user: {mech: ScramCredential.decoded(c) for mech, c in mechs.items()} for user, mechs in raw.items()
         }
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
@@ -118,9 +126,7 @@ class FileCredentialStore:
 
     def _save(self) -> None:
         json_file.save(self._path, {
-            user: {mech: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key), "server_key": _b64(c.server_key),
-                          "iterations": c.iterations} for mech, c in mechs.items()}
-            for user, mechs in self._users.items()
+            user: {mech: c.encoded() for mech, c in mechs.items()} for user, mechs in self._users.items()
         })
 
 
