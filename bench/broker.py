@@ -46,7 +46,8 @@ from _produce_timing import timed_produce
 from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
 from lakefeed_testing.net import free_port, port_open, wait_until
 from lakefeed_testing.own_broker import MESSAGE_MAX_BYTES, OwnBroker
-from lakefeed_testing.secure_broker import start_broker, stop
+from lakefeed_testing.processes import stop_process
+from lakefeed_testing.secure_broker import start_broker
 from lakefeed_testing.tls import TestCA
 
 
@@ -191,7 +192,7 @@ def _brokers(root: Path, tls: bool) -> Iterator[tuple[Client, Client]]:
             yield ({**client, "bootstrap.servers": f"127.0.0.1:{port}"},
                    {**client, "bootstrap.servers": f"127.0.0.1:{kafka_port}"})
     finally:
-        stop(process)
+        stop_process(process)
 
 
 def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyResult:

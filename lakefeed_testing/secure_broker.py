@@ -32,6 +32,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from lakefeed_testing.kafka_reference import kafka_reference
 from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.processes import stop_process
 from lakefeed_testing.tls import Pem, TestCA
 
 ADMIN_PASSWORD = "admin-secret"
@@ -61,15 +62,6 @@ def start_broker(root: Path, properties: dict[str, str]) -> subprocess.Popen[byt
     command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(root / "data"), "--config", str(config)]
     with (root / "broker.log").open("ab") as log_file:
         return subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
 
 
 def ours_only(broker: SecureBroker) -> bool:
@@ -120,7 +112,7 @@ def secure_broker(root: Path) -> Iterator[SecureBroker]:
                    alive=lambda: process.poll() is None)
         yield SecureBroker("ours", ports, ca, client, tls_admin, root / "broker.log", root / "data")
     finally:
-        stop(process)
+        stop_process(process)
 
 
 def sasl_config(broker: SecureBroker, listener: str, mechanism: str, user: str, password: str) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from confluent_kafka.admin import (
 )
 
 from lakefeed_testing.net import free_port, port_open, wait_until
-from lakefeed_testing.secure_broker import start_broker, stop
+from lakefeed_testing.processes import stop_process
+from lakefeed_testing.secure_broker import start_broker
 from tests.broker.security.test_acls import _produce
 
 
@@ -56,12 +57,12 @@ def test_credentials_and_acls_survive_a_restart(tmp_path: Path) -> None:
         jaas = configs["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
         assert jaas.value is None and jaas.is_sensitive
         del admin
-        stop(process)
+        stop_process(process)
         process = start_broker(tmp_path, properties)
         wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: process.poll() is None)
         assert _produce(app, "events") is None
         denied = _produce(app, "other")
         assert denied is not None and denied.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     finally:
-        stop(process)
+        stop_process(process)
     assert "root-pw" not in (tmp_path / "broker.log").read_text()
