@@ -28,6 +28,7 @@ from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
 from broker.core.state import BrokerState
+from broker.replication.partition import PartitionReplication
 from broker.security.listeners import advertised, advertised_endpoints, controller_protocol, inter_broker_listener
 from broker.security.tls import client_context, server_context
 from broker.tasks import cancel_and_wait
@@ -275,7 +276,7 @@ class ClusterNode:
                     self.replicas.become_leader(
                         tp, part.leader_epoch, part.replicas, part.isr, plog.log_end_offset,
                         int(self.state.topic_config(topic, "min.insync.replicas")),
-                        self.config.int("replica.lag.time.max.ms"),
+                        self.config.int("replica.lag.time.max.ms"), part.partition_epoch,
                     )
                 else:
                     self.replicas.stop_leading(tp)
@@ -319,27 +320,40 @@ class ClusterNode:
             self.replicas.expire()
             now = now_ms()
             for tp, repl in list(self.replicas.leaders.items()):
-                wanted = repl.pending_isr(now)
-                if wanted is not None:  # a fenced broker cannot join yet: the controller would refuse it
-                    wanted = tuple(b for b in wanted if b in repl.isr or not self._fenced(b))
-                if wanted is None or set(wanted) == set(repl.isr) or tp in self._isr_in_flight:
+                if tp in self._isr_in_flight:
                     continue
+                # An unresolved proposal is sent again (it may never have reached the controller) rather
+                # than replaced: the high watermark waits for its joiners until the controller answers.
+                wanted = repl.proposed_isr or repl.pending_isr(now)
+                if wanted is not None and repl.proposed_isr is None:  # a fenced broker cannot join yet
+                    wanted = tuple(b for b in wanted if b in repl.isr or not self._fenced(b))
+                if wanted is None or (set(wanted) == set(repl.isr) and repl.proposed_isr is None):
+                    continue
+                repl.propose_isr(wanted)
                 self._isr_in_flight.add(tp)
-                self.spawn(self._alter_isr(tp, repl.leader_epoch, wanted))
+                self.spawn(self._alter_isr(tp, repl, wanted))
 
-    async def _alter_isr(self, tp: TopicPartition, epoch: int, isr: tuple[int, ...]) -> None:
+    async def _alter_isr(self, tp: TopicPartition, repl: PartitionReplication, isr: tuple[int, ...]) -> None:
+        epoch, partition_epoch = repl.leader_epoch, repl.partition_epoch
         try:
             log.info("proposing ISR %s for %s-%s", list(isr), tp[0], tp[1])
             await self.client.call("alter_partition", deadline_s=3.0, topic=tp[0], partition=tp[1],
-                                   leader=self.node_id, leader_epoch=epoch, isr=list(isr))
-            # Wait until the change is applied here, so the next check does not propose it again.
+                                   leader=self.node_id, leader_epoch=epoch, partition_epoch=partition_epoch,
+                                   isr=list(isr))
+            # Wait until the change is applied here (which resolves the proposal), so it is not sent again.
             def applied() -> bool:
                 part = self.meta.partition(*tp)
-                return part is None or set(part.isr) == set(isr) or part.leader_epoch != epoch
+                return part is None or part.partition_epoch != partition_epoch or part.leader_epoch != epoch
 
             await self.wait_for_metadata(applied, 2.0)
-        except (ControllerUnavailable, ControllerRejected) as exc:
+        except ControllerRejected as exc:
+            # A stale epoch means the partition changed: the metadata update on its way resolves the proposal.
+            # Any other refusal (a fenced joiner, say) changed nothing and never will.
+            if exc.kafka_error not in ("FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION"):
+                repl.proposal_refused()
             log.warning("ISR change for %s-%s not accepted: %s", tp[0], tp[1], exc)
+        except ControllerUnavailable as exc:
+            log.warning("ISR change for %s-%s not answered: %s; sending it again", tp[0], tp[1], exc)
         finally:
             self._isr_in_flight.discard(tp)
 

@@ -53,19 +53,20 @@ class ReplicaManager:
 
     def become_leader(
         self, tp: TopicPartition, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], leo: int,
-        min_insync: int, lag_ms: int,
+        min_insync: int, lag_ms: int, partition_epoch: int,
     ) -> PartitionReplication:
         repl = self.leaders.get(tp)
         if repl is not None and repl.leader_epoch == epoch:
             if self.isr_listener is not None and set(isr) != set(repl.isr):
                 self.isr_listener(repl.isr, isr)
-            repl.apply_leader_and_isr(epoch, isr)
+            repl.apply_leader_and_isr(epoch, isr, partition_epoch)
             repl.min_insync_replicas = min_insync
             self._complete(tp)
             return repl
         repl = PartitionReplication(
             self.node_id, epoch, replicas, isr, min_insync_replicas=min_insync, replica_lag_time_max_ms=lag_ms,
             leader_epoch_start_offset=leo, high_watermark=min(self.follower_hw.get(tp, 0), leo),
+            partition_epoch=partition_epoch,
         )
         start = now_ms()
         for state in repl.replica_state.values():

@@ -177,10 +177,11 @@ class QuorumController:
         return self._propose([r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)])
 
     def alter_partition(
-        self, topic: str, partition: int, leader: int, leader_epoch: int, isr: tuple[int, ...]
+        self, topic: str, partition: int, leader: int, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...]
     ) -> int:
-        """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch."""
-        return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, isr)])
+        """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch, a change made
+        against an older state of the partition StalePartitionEpoch."""
+        return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, partition_epoch, isr)])
 
     def heartbeat(self, broker_id: int) -> int:
         """Noted in memory; only unfencing a fenced broker is proposed to the log."""

@@ -151,7 +151,8 @@ class TcpController:
                 idx = self.ctl.delete_topic(req["name"])
             elif op == "alter_partition":
                 idx = self.ctl.alter_partition(
-                    req["topic"], req["partition"], req["leader"], req["leader_epoch"], tuple(req["isr"])
+                    req["topic"], req["partition"], req["leader"], req["leader_epoch"], req["partition_epoch"],
+                    tuple(req["isr"]),
                 )
             elif op == "shutdown":
                 idx = self.ctl.shutdown_broker(req["broker_id"])

@@ -49,18 +49,6 @@ def replica_id_of(body: Any) -> int:
     return int(getattr(body, "replica_id", -1))
 
 
-def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica_id: int) -> None:
-    if replica_id < 0:
-        return
-    for wanted in body.topics:
-        topic = state.topics.by_id(wanted.topic_id) if by_id else state.topics.get(wanted.topic)
-        if topic is None:
-            continue
-        for part in wanted.partitions:
-            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset,
-                                         int(getattr(part, "log_start_offset", -1)))
-
-
 def _diverging(plog: Any, part: Any) -> Any:
     last_epoch = getattr(part, "last_fetched_epoch", -1)
     return diverging_epoch(epoch_cache(plog), plog.log_end_offset, last_epoch, part.fetch_offset)
@@ -76,14 +64,24 @@ class _PartitionRead:
     diverging: Any = None  # a follower's log diverged: answered at once so it truncates before fetching on
 
 
-def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int) -> _PartitionRead:
+def _read_partition(
+    state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int, first_pass: bool
+) -> _PartitionRead:
     state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
     plog = state.partitions.log(topic, part.partition)
-    high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
+    start = plog.log_start_offset
     if replica_id >= 0:  # a follower: only a cluster member has them
         diverging = _diverging(plog, part)
         if diverging is not None:
+            high = state.high_watermark(topic.name, part.partition, plog)
             return _PartitionRead(high=high, start=start, diverging=diverging)
+        if first_pass and start <= part.fetch_offset <= plog.log_end_offset:
+            # Its fetch offset is its log end only once its log agrees with ours (as Kafka's
+            # Partition.fetchRecords updates the follower state only without a diverging epoch): crediting a
+            # divergent suffix would move the high watermark and the ISR over records it does not have.
+            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset,
+                                         int(getattr(part, "log_start_offset", -1)))
+    high = state.high_watermark(topic.name, part.partition, plog)
     if not start <= part.fetch_offset <= plog.log_end_offset:
         return _PartitionRead(ErrorCode.offset_out_of_range, high=high, start=start)
     readable = plog.log_end_offset if replica_id >= 0 else high
@@ -107,7 +105,7 @@ def _records(read: _PartitionRead, inserts: list[Insert]) -> bytes:
 
 
 def _collect(
-    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int, inserts: list[Insert]
+    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int, inserts: list[Insert], first_pass: bool
 ) -> tuple[list[Any], int, bool]:
     partition_cls = nested(cls, "PartitionData")
     topic_cls = nested(cls, "FetchableTopicResponse")
@@ -129,7 +127,7 @@ def _collect(
             try:
                 if topic is None:
                     raise KafkaApiError(missing, f"fetch from unknown topic {name or wanted.topic_id}")
-                read = _read_partition(state, topic, part, replica_id, budget - total)
+                read = _read_partition(state, topic, part, replica_id, budget - total, first_pass)
             except KafkaApiError as exc:
                 read = _PartitionRead(code=exc.code)
             errors |= read.code != ErrorCode.none or read.diverging is not None
@@ -167,11 +165,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, version)
     by_id = version >= 13
     replica_id = replica_id_of(body)
-    _record_follower_fetches(state, body, by_id, replica_id)
     deadline = time.monotonic() + body.max_wait.total_seconds()
+    first_pass = True  # a follower's fetch offset is its log end when it asked, not at each wake-up
     while True:
         inserts: list[Insert] = []
-        topics, total, errors = _collect(state, body, cls, by_id, replica_id, inserts)
+        topics, total, errors = _collect(state, body, cls, by_id, replica_id, inserts, first_pass)
+        first_pass = False
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or errors or remaining <= 0 or not body.topics:
             break

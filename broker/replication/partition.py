@@ -8,7 +8,10 @@ the fetch offset is that follower's log end offset), and the state derives:
 - ISR expand: a follower whose LEO reaches the high watermark (and the current epoch's start) is
   proposed for addition.
 ISR changes are *proposals* (`pending_isr`): the controller must accept them (AlterPartition) and
-the result comes back through `apply_leader_and_isr`, as in Kafka.
+the result comes back through `apply_leader_and_isr`, as in Kafka. While a proposal is unresolved the
+high watermark waits for every replica of the committed ISR *and* of the proposal (Kafka's "maximal
+ISR", KIP-497): the controller may already have let a joining follower in, and any ISR member may be
+elected leader, so nothing it lacks may count as acknowledged.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ class PartitionReplication:
     replica_lag_time_max_ms: int = 30_000
     leader_epoch_start_offset: int = 0
     high_watermark: int = 0
+    partition_epoch: int = 0  # of the committed state `isr` belongs to; AlterPartition names it
+    # An ISR sent to the controller and not yet resolved: until the partition's epoch moves (the controller
+    # applied it, or another change made it stale) or the controller refused it outright.
+    proposed_isr: tuple[int, ...] | None = None
     replica_state: dict[int, ReplicaState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -114,8 +121,20 @@ class PartitionReplication:
         starts = [self.replica_state[r].log_start for r in self.replicas if r != self.leader_id and r in live]
         return min([leader_log_start, *starts])
 
+    def maximal_isr(self) -> set[int]:
+        """The replicas the high watermark waits for: the committed ISR and the one proposed."""
+        return set(self.isr) | set(self.proposed_isr or ())
+
+    def propose_isr(self, isr: tuple[int, ...]) -> None:
+        """The leader sends `isr` to the controller (AlterPartition at `partition_epoch`)."""
+        self.proposed_isr = isr
+
+    def proposal_refused(self) -> None:
+        """The controller refused the proposal without changing anything (e.g. a fenced joiner)."""
+        self.proposed_isr = None
+
     def _update_hw(self) -> bool:
-        new = min(self.replica_state[r].leo for r in self.isr)
+        new = min(self.replica_state[r].leo for r in self.maximal_isr())
         if new > self.high_watermark:
             self.high_watermark = new
             return True
@@ -155,10 +174,13 @@ class PartitionReplication:
             )
         return True
 
-    def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...]) -> None:
-        """The controller accepted an ISR (or leader epoch) change."""
+    def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int) -> None:
+        """The controller's committed state of the partition (applied on every metadata update)."""
         if leader_epoch < self.leader_epoch:
             raise FencedLeaderEpoch(f"stale LeaderAndIsr: epoch {leader_epoch} < {self.leader_epoch}")
+        if partition_epoch != self.partition_epoch:
+            self.proposed_isr = None  # resolved: it is this state, or the controller can no longer apply it
         self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
         self.isr = isr
         self._update_hw()

@@ -110,9 +110,9 @@ def test_isr_changes_are_counted_once_per_applied_change() -> None:
 
     metrics = BrokerMetrics(_NoState())  # type: ignore[arg-type]
     replicas = ReplicaManager(1, isr_listener=metrics.on_isr_change)
-    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2, 3), 0, 2, 30_000)
-    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2), 0, 2, 30_000)  # the controller shrank the ISR
-    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2), 0, 2, 30_000)  # same ISR again: no change
-    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2, 3), 0, 2, 30_000)  # and expanded it
+    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2, 3), 0, 2, 30_000, 0)
+    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2), 0, 2, 30_000, 1)  # the controller shrank the ISR
+    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2), 0, 2, 30_000, 1)  # same ISR again: no change
+    replicas.become_leader(("t", 0), 1, (1, 2, 3), (1, 2, 3), 0, 2, 30_000, 2)  # and expanded it
     assert metrics.isr_shrinks._value.get() == 1
     assert metrics.isr_expands._value.get() == 1

@@ -13,7 +13,7 @@ TP = ("t", 0)
 
 
 def _leader(manager: ReplicaManager, leo: int = 0, isr: tuple[int, ...] = (1, 2, 3)) -> None:
-    manager.become_leader(TP, 5, (1, 2, 3), isr, leo, min_insync=2, lag_ms=30_000)
+    manager.become_leader(TP, 5, (1, 2, 3), isr, leo, min_insync=2, lag_ms=30_000, partition_epoch=5)
 
 
 def test_acks_all_completes_when_every_isr_member_has_fetched_past_it() -> None:
@@ -66,7 +66,7 @@ def test_losing_leadership_fails_waiting_writes_and_keeps_the_last_hw() -> None:
 def test_a_new_leader_starts_from_the_hw_it_heard_as_a_follower() -> None:
     manager = ReplicaManager(2)
     manager.follower_hw[TP] = 7
-    manager.become_leader(TP, 6, (1, 2, 3), (2, 3), 9, min_insync=2, lag_ms=30_000)
+    manager.become_leader(TP, 6, (1, 2, 3), (2, 3), 9, min_insync=2, lag_ms=30_000, partition_epoch=6)
     assert manager.high_watermark(TP) == 7  # 7..8 become visible once 3 confirms them
     manager.on_follower_fetch(TP, 3, 9, 0)
     assert manager.high_watermark(TP) == 9

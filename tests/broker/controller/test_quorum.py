@@ -228,11 +228,11 @@ def test_alter_partition_from_a_stale_leader_is_refused() -> None:
     ctl = sim.active()
     ctl.create_topic("t", 1, -1, "id-t", assignment=[[1, 2, 3]])
     sim.run(50)
-    sim.active().alter_partition("t", 0, 1, 0, (1, 2))
+    sim.active().alter_partition("t", 0, 1, 0, 0, (1, 2))
     sim.run(50)
     assert sim.active().state.partition("t", 0).isr == (1, 2)  # type: ignore[union-attr]
     with pytest.raises(StaleEpoch):
-        sim.active().alter_partition("t", 0, 2, 0, (2,))  # broker 2 does not lead
+        sim.active().alter_partition("t", 0, 2, 0, 1, (2,))  # broker 2 does not lead
 
 
 def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbeats() -> None:
@@ -255,13 +255,13 @@ def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbe
     assert after.leader_epoch == before.leader_epoch + 1
     # Fenced, it may not rejoin the ISR even if its leader asks (Kafka's INELIGIBLE_REPLICA) ...
     with pytest.raises(ValueError, match="fenced"):
-        sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+        sim.active().alter_partition("t", 0, 2, after.leader_epoch, after.partition_epoch, (1, 2, 3))
     # ... until its heartbeat unfences it; it stays a follower and rejoins through its leader.
     sim.active().heartbeat(1)
     sim.run(50)
     state = sim.active().state
     assert not state.brokers[1].fenced and state.partition("t", 0) == after
-    sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+    sim.active().alter_partition("t", 0, 2, after.leader_epoch, after.partition_epoch, (1, 2, 3))
     sim.run(50)
     assert sim.active().state.partition("t", 0).isr == (1, 2, 3)  # type: ignore[union-attr]
 
