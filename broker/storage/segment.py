@@ -23,9 +23,20 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
-def scan(fd: int, start: int, end: int, *, verify: bool) -> Iterator[records.BatchHeader]:
-    """Batch headers from `start`; stops (without raising) at the first incomplete or invalid batch."""
+_MAX_RELATIVE_OFFSET = 0x7FFFFFFF  # an index entry holds offset - segment base in 4 bytes, as Kafka's
+
+
+def scan(
+    fd: int, start: int, end: int, *, verify: bool, first_offset: int | None = None
+) -> Iterator[records.BatchHeader]:
+    """Batch headers from `start`; stops (without raising) at the first incomplete or invalid batch.
+
+    With `first_offset` (recovery: the segment's base offset), a batch must also start after the previous one
+    ends and stay within the segment's offset range: the CRC does not cover the base offset, so a flipped bit
+    there passes it (Kafka's LogSegment.recover checks the range too). Kept, such a batch would be a hole in the
+    log that followers never fetch again."""
     position = start
+    next_offset = first_offset
     while end - position >= records.HEADER_SIZE:
         raw = os.pread(fd, records.HEADER_SIZE, position)
         fields = records.HEADER.unpack(raw)
@@ -35,6 +46,11 @@ def scan(fd: int, start: int, end: int, *, verify: bool) -> Iterator[records.Bat
         header = records.BatchHeader(position, fields[0], length, *fields[2:])
         if header.last_offset_delta < 0 or header.record_count < 0:
             return
+        if first_offset is not None and next_offset is not None:
+            last = header.base_offset + header.last_offset_delta
+            if header.base_offset < next_offset or last - first_offset > _MAX_RELATIVE_OFFSET:
+                return
+            next_offset = last + 1
         if verify:
             body = os.pread(fd, length - 21, position + 21)
             if len(body) != length - 21 or crc32c.crc32c(body) != header.crc:
@@ -43,8 +59,9 @@ def scan(fd: int, start: int, end: int, *, verify: bool) -> Iterator[records.Bat
         position += length
 
 
-def why_invalid(fd: int, position: int, end: int) -> str:
-    """Why `scan` stopped at `position` before `end`: the words recovery logs for what it cut."""
+def why_invalid(fd: int, position: int, end: int, next_offset: int) -> str:
+    """Why `scan` stopped at `position` before `end` (where a batch from `next_offset` on was due): the words
+    recovery logs for what it cut."""
     if end - position < records.HEADER_SIZE:
         return f"a torn batch header ({end - position} bytes)"
     fields = records.HEADER.unpack(os.pread(fd, records.HEADER_SIZE, position))
@@ -53,7 +70,9 @@ def why_invalid(fd: int, position: int, end: int) -> str:
         return f"no valid batch header (magic {fields[3]}, length {fields[1]})"
     if position + length > end:
         return f"a torn batch ({end - position} of its {length} bytes)"
-    return "a batch whose CRC does not match its contents"
+    if fields[0] < next_offset:
+        return f"a batch whose base offset {fields[0]} goes back before {next_offset}"
+    return "a batch whose CRC does not match its contents, or whose offsets leave the segment's range"
 
 
 class SegmentFile:
@@ -112,7 +131,7 @@ class Segment:
         self._since_index, self.max_timestamp, self.next_offset = 0, -1, self.base_offset
         self.index.detach()
         self.time_index.detach()
-        for header in scan(self.fd, 0, self.size, verify=not trusted):
+        for header in scan(self.fd, 0, self.size, verify=not trusted, first_offset=self.base_offset):
             self._track(header, header.position)
             valid_end = header.position + header.length
         clean = valid_end == self.size
@@ -131,7 +150,7 @@ class Segment:
         if not clean:
             _log.warning(
                 "recovery: %s: %s at byte %d (offset %d); truncating %d bytes, every record from offset %d on",
-                self.path, why_invalid(self.fd, valid_end, self.size), valid_end, self.next_offset,
+                self.path, why_invalid(self.fd, valid_end, self.size, self.next_offset), valid_end, self.next_offset,
                 self.size - valid_end, self.next_offset,
             )
             self.truncate_to_position(valid_end)

@@ -98,16 +98,26 @@ def _names(requirements: list[str]) -> set[str]:
     return {re.split(r"[\[=<>~ ]", r, maxsplit=1)[0].lower() for r in requirements}
 
 
+def broker_settings(name: str) -> dict[str, str]:
+    """A compose broker's properties: docker/broker.properties, then its command's `--set`s."""
+    from broker.config import load_file
+
+    service = _compose()["services"][name]
+    assert "/etc/lakefeed/broker.properties" in service["entrypoint"], f"{name} does not read broker.properties"
+    settings = load_file(DOCKER / "broker.properties")
+    settings.update(v.split("=", 1) for k, v in itertools.pairwise(service["command"]) if k == "--set")
+    return settings
+
+
 def test_compose_changefeed_create_fits_the_brokers_min_insync_replicas() -> None:
     header = (DOCKER / "compose.yaml").read_text().split("services:")[0]
     factor = re.search(r"replication-factor=(\d+)", header)
     assert factor, "the header's `changefeed create` sets no replication-factor"
     for name in ("broker-1", "broker-2", "broker-3"):
-        command = _compose()["services"][name]["command"]
-        settings = dict(v.split("=", 1) for k, v in itertools.pairwise(command) if k == "--set")
+        settings = broker_settings(name)
         assert int(factor.group(1)) >= int(settings["min.insync.replicas"]), name
     # and it captures as the least-privilege user, never root
-    source = re.search(r"--source mysql://([^:@]+)", header)
+    source = re.search(r"--source \"?mysql://([^:@]+)", header)
     assert source and source.group(1) == "lakefeed_cdc"
 
 
@@ -179,14 +189,26 @@ def test_health_checks_gate_dependents_and_everything_restarts() -> None:
 
     for name in ("mysql", "broker-1", "broker-2", "broker-3", "changefeed"):
         assert has_healthcheck(name), name
-    for name in ("changefeed", "pipeline"):
+    def one_shot(name: str) -> bool:  # a job (pki, setup): runs once, others wait for it to finish well
+        return services[name].get("restart") == "no"
+
+    def dependencies(name: str) -> set[str]:
+        found = set(services[name].get("depends_on", {}))
+        return found.union(*(dependencies(d) for d in found))
+
+    for name in ("changefeed", "pipeline", "setup", "broker-1", "broker-2", "broker-3"):
         depends = services[name]["depends_on"]
         assert isinstance(depends, dict), f"{name}: depends_on without conditions starts before its dependencies"
         for dependency, rule in depends.items():
-            assert rule == {"condition": "service_healthy"} and has_healthcheck(dependency), (name, dependency)
-    assert {"mysql", "broker-1", "broker-2", "broker-3"} <= set(services["changefeed"]["depends_on"])
+            if one_shot(dependency):
+                assert rule == {"condition": "service_completed_successfully"}, (name, dependency)
+            else:
+                assert rule == {"condition": "service_healthy"} and has_healthcheck(dependency), (name, dependency)
+    assert {"mysql", "broker-1", "broker-2", "broker-3", "setup", "pki"} <= dependencies("changefeed")
+    assert {"setup", "pki"} <= dependencies("pipeline")
     for name, service in services.items():
-        assert service.get("restart") in ("unless-stopped", "always", "on-failure"), name
+        if not one_shot(name):
+            assert service.get("restart") in ("unless-stopped", "always", "on-failure"), name
 
 
 def test_pipeline_jar_cache_is_a_volume() -> None:
