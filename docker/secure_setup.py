@@ -12,7 +12,6 @@ Run again, it keeps the passwords and re-applies users and ACLs (both idempotent
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 from pathlib import Path
@@ -33,6 +32,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from lakefeed_common.pki import give_to, write_private
+
 MECHANISM = "SCRAM-SHA-512"
 USERS = ("changefeed", "pipeline")
 
@@ -41,9 +42,7 @@ def password(directory: Path, name: str) -> str:
     """The secret in DIRECTORY/NAME, made (random, mode 0600) when missing."""
     path = directory / name
     if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_urlsafe(24) + "\n")
+        write_private(path, (secrets.token_urlsafe(24) + "\n").encode())
     return path.read_text().strip()
 
 
@@ -132,12 +131,9 @@ def main(bootstrap: str, client_bootstrap: str, pki: Path, secrets_dir: Path, pi
     target = secrets_dir / "pipeline.yaml"
     text = yaml.safe_dump(with_sasl_source(pipeline_config, client_bootstrap, pki / "ca.pem", passwords["pipeline"]),
                           sort_keys=False)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
+    write_private(target, text.encode())
     if owner is not None:
-        for path in [secrets_dir, *secrets_dir.iterdir()]:
-            os.chown(path, owner, owner)
+        give_to(secrets_dir, owner)
     click.echo(f"setup: done; secrets in {secrets_dir}")
 
 

@@ -44,10 +44,17 @@ def _san(host: str) -> x509.GeneralName:
         return x509.DNSName(host)
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
+    """Write `data` to `path` readable by its owner only (mode 0600 from the start, never a wider moment)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
+def give_to(directory: Path, owner: int) -> None:
+    """Give `directory` and its files to user id `owner` (a job running as root writes for the services)."""
+    for path in [directory, *directory.iterdir()]:
+        os.chown(path, owner, owner)
 
 
 class CertificateAuthority:
@@ -76,7 +83,7 @@ class CertificateAuthority:
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .sign(self._key, hashes.SHA256())
         )
-        _write_private(key_file, self._key.private_bytes(
+        write_private(key_file, self._key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
         self.ca_file.write_bytes(self._cert.public_bytes(serialization.Encoding.PEM))
 
@@ -107,8 +114,8 @@ class CertificateAuthority:
         key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
         pem.certificate.write_bytes(cert_pem)
-        _write_private(pem.key, key_pem)
-        _write_private(pem.keystore, cert_pem + key_pem)
+        write_private(pem.key, key_pem)
+        write_private(pem.keystore, cert_pem + key_pem)
         return pem
 
 
@@ -129,8 +136,7 @@ def main(directory: Path, servers: tuple[str, ...], clients: tuple[str, ...], ow
     for name in clients:
         ca.issue(name)
     if owner is not None:
-        for path in [directory, *directory.iterdir()]:
-            os.chown(path, owner, owner)
+        give_to(directory, owner)
     click.echo(f"CA and {len(servers) + len(clients)} certificates in {directory}")
 
 
