@@ -36,7 +36,7 @@ def scan(
     there passes it (Kafka's LogSegment.recover checks the range too). Kept, such a batch would be a hole in the
     log that followers never fetch again."""
     position = start
-    next_offset = first_offset
+    next_offset = first_offset or 0  # the lowest base offset the next batch may have (with `first_offset`)
     while end - position >= records.HEADER_SIZE:
         raw = os.pread(fd, records.HEADER_SIZE, position)
         fields = records.HEADER.unpack(raw)
@@ -46,7 +46,7 @@ def scan(
         header = records.BatchHeader(position, fields[0], length, *fields[2:])
         if header.last_offset_delta < 0 or header.record_count < 0:
             return
-        if first_offset is not None and next_offset is not None:
+        if first_offset is not None:
             last = header.base_offset + header.last_offset_delta
             if header.base_offset < next_offset or last - first_offset > _MAX_RELATIVE_OFFSET:
                 return
