@@ -165,8 +165,17 @@ function overviewPage() {
   };
 }
 
+// Pause answers only once the owner has stopped and released the changefeed (up to seconds), so a Resume
+// clicked meanwhile can be answered first: the message shows the last clicked action, not the last answered.
+let lastAction = 0;
+
 async function act(id, verb, message) {
+  const mine = ++lastAction;
   const answer = await api("POST", `/api/v2/changefeeds/${encodeURIComponent(id)}/${verb}`);
+  if (mine !== lastAction) {
+    await refresh();
+    return;
+  }
   if (answer.ok) {
     message.textContent = `${verb}d: state ${answer.body.state}`;
     message.className = "message ok";
