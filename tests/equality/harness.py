@@ -60,10 +60,18 @@ class SeedReport:
     results: dict[str, list[TableResult]] = field(default_factory=dict)  # dispatcher -> per table
     leftovers: dict[str, list[str]] = field(default_factory=dict)  # dispatcher -> Delta tables MySQL lacks
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # phase -> seconds, to see where a run's time goes
+    error: str = ""  # the run did not get to compare (a changefeed failed, a catch-up timed out...)
+
+    def timed(self, phase: str, since: float) -> float:
+        now = time.monotonic()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - since
+        return now
 
     @property
     def equal(self) -> bool:
-        return all(r.equal for rs in self.results.values() for r in rs) and not any(self.leftovers.values())
+        return (not self.error and all(r.equal for rs in self.results.values() for r in rs)
+                and not any(self.leftovers.values()))
 
     @property
     def rows_compared(self) -> int:
@@ -73,7 +81,8 @@ class SeedReport:
         lines = [f"seed {self.seed}: {self.statements} statements, {self.ddl} DDL, {self.rows_compared} rows "
                  f"compared under {', '.join(self.dispatchers)}"
                  f"{f', fault {self.fault} ({self.fault_detail})' if self.fault else ''} in {self.seconds:.0f} s: "
-                 f"{'equal' if self.equal else 'DIFFERENT'}"]
+                 f"{'equal' if self.equal else 'FAILED' if self.error else 'DIFFERENT'}"
+                 f" ({', '.join(f'{phase} {seconds:.0f} s' for phase, seconds in self.phases.items())})"]
         for dispatcher, results in self.results.items():
             for result in results:
                 if not result.equal:
@@ -82,6 +91,8 @@ class SeedReport:
                     lines += [f"    {line}" for line in describe_differences(result, limit=3)]
             for leftover in self.leftovers.get(dispatcher, []):
                 lines.append(f"  [{dispatcher}] {leftover}")
+        if self.error:
+            lines.append(f"  {self.error}")
         return "\n".join(lines)
 
 
@@ -128,7 +139,9 @@ def _run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, report: 
     def connect(db: str | None) -> Any:
         return mysql.connect(db, autocommit=False)
 
+    mark = time.monotonic()
     stats = run(connect, workload.before, database)
+    mark = report.timed("preload", mark)
     brokers = start_brokers(workdir / "broker", nodes=nodes)
     servers = [ChangefeedServer(workdir / "changefeed")]
     if fault == "changefeed-server":
@@ -149,10 +162,12 @@ def _run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, report: 
                    f"{brokers.replication_factor}&content-compatible=true&enable-tidb-extension=true")
             cdc.create("--changefeed-id", f"eq-{dispatcher}", "--source", source, "--sink-uri", uri,
                        "--config", str(config_path), "--start", "now")
+        mark = report.timed("start", mark)
         if "concurrent_snapshot" not in kinds:
             created = binlog_end(mysql)
             for dispatcher in dispatchers:
                 _wait_caught_up(servers[0], f"eq-{dispatcher}", created)  # the snapshot is done
+            mark = report.timed("snapshot", mark)
         half = len(workload.after) // 2
         run(connect, workload.after[:half], database, stats)
         if fault == "changefeed-server":
@@ -168,13 +183,15 @@ def _run_seed(mysql: MySQLServer, spark: Any, workdir: Path, seed: int, report: 
         run(connect, workload.after[half:], database, stats)
         report.statements = stats.statements
         end = binlog_end(mysql)
+        mark = report.timed("workload", mark)
         for dispatcher in dispatchers:
             _wait_caught_up(cdc, f"eq-{dispatcher}", end)
+        mark = report.timed("catch-up", mark)
         for dispatcher in dispatchers:
             kill_spark = fault == "spark-job" and dispatcher == dispatchers[0]
             report.results[dispatcher], report.leftovers[dispatcher] = _apply_and_compare(
                 spark, mysql, workdir, brokers.bootstrap, database, f"eq-{seed}-{dispatcher}", dispatcher,
-                kill_spark)
+                kill_spark, report)
             if kill_spark:
                 report.fault_detail = "spark-pipeline run killed -9 during micro-batch 0, then run again"
         for dispatcher in dispatchers:
@@ -253,7 +270,7 @@ def _kill_spark_mid_batch(config_path: Path, checkpoint: Path, workdir: Path) ->
 
 
 def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap: str, database: str, topic: str,
-                       dispatcher: str, kill_spark: bool = False) -> tuple[list[TableResult], list[str]]:
+                       dispatcher: str, kill_spark: bool, report: SeedReport) -> tuple[list[TableResult], list[str]]:
     """The pipeline once over the topic (availableNow), then every MySQL table compared; Delta tables whose
     MySQL table is gone (dropped, renamed) must hold no live rows."""
     document = {
@@ -266,6 +283,7 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
     path = workdir / f"pipeline-{dispatcher}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     config = load_config(path)
+    mark = time.monotonic()
     if kill_spark:
         _kill_spark_mid_batch(path, workdir / f"checkpoint-{dispatcher}", workdir)
     query = start_query(spark, read_stream(spark, config.source), config, once=True)
@@ -275,6 +293,7 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
         raise AssertionError(f"the pipeline for {topic} did not finish in 600 s")
     if query.exception() is not None:
         raise AssertionError(f"the pipeline for {topic} failed: {query.exception()}")
+    mark = report.timed("pipeline", mark)
 
     def connect() -> Any:
         return mysql.connect()
@@ -290,4 +309,5 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
             rows = live_rows(spark, str(directory)).count()
             if rows:
                 leftovers.append(f"Delta table {directory.name} holds {rows} live rows; MySQL has no such table")
+    report.timed("compare", mark)
     return results, leftovers
