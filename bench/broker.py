@@ -1,6 +1,10 @@
 """Broker throughput and produce latency: our broker vs Apache Kafka, side by side in one run.
 
-    .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500]
+    .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500] [--tls]
+    .venv/bin/python bench/broker.py --case many [--partitions 1000] [--producers 20] [--consumers 20]
+        [--records-per-producer 5000] [--many-rate 1000]
+
+`--case single` (the default):
 
 For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-partition topic of each broker
 (both run on this machine, one after the other, never at the same time, after a warm-up round each):
@@ -9,17 +13,23 @@ For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-part
 - consume: a Consumer reads those N records back from the beginning: MB/s and records/s;
 - latency: a Producer with linger.ms=0 sends `--rate` records/s for `--latency-seconds`; each record's
   produce() -> acknowledgement time is librdkafka's own `Message.latency()`: p50 and p99.
+`--case many` (bench/_many_partitions.py): one topic of `--partitions` partitions; `--producers` producer
+processes send `--records-per-producer` keyed 1 KiB records each (acks=all), then `--consumers` consumers in
+one group read everything back, then the producers send `--many-rate` records/s together for
+`--latency-seconds` (p50/p99). Here the two brokers never run at the same time: ours is started, warmed up,
+measured and stopped, then Kafka (1,000 idle partitions of the other broker would skew the second).
 Our broker is the real `broker start` process with its disk store; Kafka is the 4.3 reference (KRaft).
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +40,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _many_partitions import ManyResult, ManyShape, many_table, measure_many
 from _produce_timing import timed_produce
 
-from lakefeed_testing.kafka_reference import kafka_reference
-from lakefeed_testing.own_broker import OwnBroker
+from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
+from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.own_broker import MESSAGE_MAX_BYTES, OwnBroker
+from lakefeed_testing.processes import stop_process
+from lakefeed_testing.secure_broker import start_broker
+from lakefeed_testing.tls import TestCA
 
 
 @dataclass(frozen=True)
@@ -46,22 +61,25 @@ class Result:
     p99_ms: float
 
 
-def _topic(bootstrap: str) -> str:
+Client = dict[str, str]  # bootstrap.servers and the connection's security settings
+
+
+def _topic(client: Client) -> str:
     name = f"bench-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(client)
     admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
     return name
 
 
-def _produce(bootstrap: str, topic: str, payload: bytes, count: int, acks: str) -> float:
+def _produce(client: Client, topic: str, payload: bytes, count: int, acks: str) -> float:
     # batch.size stays under the 200 kB message.max.bytes OwnBroker sets.
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 160_000,
+    producer = Producer({**client, "acks": acks, "linger.ms": 5, "batch.size": 160_000,
                          "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False})
-    return timed_produce(producer, bootstrap, topic, payload, count)
+    return timed_produce(producer, client["bootstrap.servers"], topic, payload, count)
 
 
-def _consume(bootstrap: str, topic: str, count: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+def _consume(client: Client, topic: str, count: int) -> float:
+    consumer = Consumer({**client, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
                          "max.partition.fetch.bytes": 10_485_760})
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -73,12 +91,12 @@ def _consume(bootstrap: str, topic: str, count: int) -> float:
     elapsed = time.perf_counter() - started
     consumer.close()
     if seen < count:
-        raise click.ClickException(f"consume from {bootstrap}: {seen} of {count} records in 120 s")
+        raise click.ClickException(f"consume from {client['bootstrap.servers']}: {seen} of {count} records in 120 s")
     return elapsed
 
 
-def _latency(bootstrap: str, topic: str, payload: bytes, acks: str, seconds: float, rate: int) -> list[float]:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+def _latency(client: Client, topic: str, payload: bytes, acks: str, seconds: float, rate: int) -> list[float]:
+    producer = Producer({**client, "acks": acks, "linger.ms": 0})
     latencies: list[float] = []
 
     def report(error: Any, message: Any) -> None:
@@ -99,12 +117,12 @@ def _latency(bootstrap: str, topic: str, payload: bytes, acks: str, seconds: flo
     return latencies
 
 
-def _measure(bootstrap: str, size: int, count: int, acks: str, seconds: float, rate: int) -> Result:
+def _measure(client: Client, size: int, count: int, acks: str, seconds: float, rate: int) -> Result:
     payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
-    topic = _topic(bootstrap)
-    produce_s = _produce(bootstrap, topic, payload, count, acks)
-    consume_s = _consume(bootstrap, topic, count)
-    latencies = sorted(_latency(bootstrap, _topic(bootstrap), payload, acks, seconds, rate))
+    topic = _topic(client)
+    produce_s = _produce(client, topic, payload, count, acks)
+    consume_s = _consume(client, topic, count)
+    latencies = sorted(_latency(client, _topic(client), payload, acks, seconds, rate))
     megabytes = size * count / 1e6
     return Result(
         megabytes / produce_s, count / produce_s, megabytes / consume_s, count / consume_s,
@@ -129,31 +147,112 @@ def _table(rows: list[tuple[str, Result, Result]]) -> str:
     return "\n".join(lines)
 
 
-@click.command()
-@click.option("--small", default=150_000, show_default=True, help="records per produce/consume run at 100 B")
-@click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
-@click.option("--latency-seconds", default=3.0, show_default=True)
-@click.option("--rate", default=500, show_default=True, help="records/s during the latency runs")
-def main(small: int, large: int, latency_seconds: float, rate: int) -> None:
-    """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
+def _single(small: int, large: int, latency_seconds: float, rate: int, tls: bool) -> str:
     cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
     rows: list[tuple[str, Result, Result]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, kafka_reference() as kafka:
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, _brokers(Path(root), tls) as (ours, kafka):
+        click.echo("warming up both brokers (the JVM's JIT, our imports) ...", err=True)
+        for client in (ours, kafka):
+            _measure(client, 1024, min(large, 10_000), "all", 1.0, rate)
+        for size, count, acks in cases:
+            case = f"{size} B, acks={acks}, {count:,} records{', TLS' if tls else ''}"
+            click.echo(f"running {case} ...", err=True)
+            mine = _measure(ours, size, count, acks, latency_seconds, rate)
+            theirs = _measure(kafka, size, count, acks, latency_seconds, rate)
+            rows.append((case, mine, theirs))
+    return _table(rows)
+
+
+@contextlib.contextmanager
+def _brokers(root: Path, tls: bool) -> Iterator[tuple[Client, Client]]:
+    """Our broker and Kafka, both up; with `tls`, each serves an SSL listener (the same PEM key store, made here)
+    and the clients connect through it, checking the certificate against the CA."""
+    if not tls:
+        ours = OwnBroker(root)
+        ours.start()
+        try:
+            with kafka_reference() as kafka:
+                yield {"bootstrap.servers": ours.bootstrap}, {"bootstrap.servers": kafka.bootstrap_servers}
+        finally:
+            ours.stop()
+        return
+    ca = TestCA(root / "pki")
+    server = ca.issue("broker", server=True)
+    stores = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(server.keystore),
+              "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.ca_file)}
+    client = {"security.protocol": "SSL", "ssl.ca.location": str(ca.ca_file)}
+    port, kafka_port = free_port(), free_port()
+    (root / "ours").mkdir()
+    process = start_broker(root / "ours", {**stores, "listeners": f"SSL://127.0.0.1:{port}",
+                                           "message.max.bytes": str(MESSAGE_MAX_BYTES)})
+    try:
+        wait_until(lambda: port_open(port), timeout=60, what="our broker's SSL listener",
+                   alive=lambda: process.poll() is None)
+        with kafka_reference(stores, extra_listeners={"SSL": kafka_port}) as _:
+            yield ({**client, "bootstrap.servers": f"127.0.0.1:{port}"},
+                   {**client, "bootstrap.servers": f"127.0.0.1:{kafka_port}"})
+    finally:
+        stop_process(process)
+
+
+def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyResult:
+    click.echo(f"{who}: warm-up round ({shape.smaller().records:,} records) ...", err=True)
+    measure_many(bootstrap, pid, shape.smaller())
+    click.echo(f"{who}: {shape.records:,} records ...", err=True)
+    return measure_many(bootstrap, pid, shape)
+
+
+def _java_pid(kafka: KafkaReference) -> int:
+    """The reference's JVM: the process whose command line names its server.properties."""
+    properties = str(kafka.data_dir.parent / "server.properties")
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and properties in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                return int(entry.name)
+        except OSError:
+            continue  # exited meanwhile
+    raise click.ClickException(f"no process runs {properties}")
+
+
+def _many(shape: ManyShape) -> str:
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root:
         ours = OwnBroker(Path(root))
         ours.start()
         try:
-            click.echo("warming up both brokers (the JVM's JIT, our imports) ...", err=True)
-            for bootstrap in (ours.bootstrap, kafka.bootstrap_servers):
-                _measure(bootstrap, 1024, min(large, 10_000), "all", 1.0, rate)
-            for size, count, acks in cases:
-                case = f"{size} B, acks={acks}, {count:,} records"
-                click.echo(f"running {case} ...", err=True)
-                mine = _measure(ours.bootstrap, size, count, acks, latency_seconds, rate)
-                theirs = _measure(kafka.bootstrap_servers, size, count, acks, latency_seconds, rate)
-                rows.append((case, mine, theirs))
+            assert ours.process is not None
+            mine = _many_round(ours.bootstrap, ours.process.pid, shape, "ours")
         finally:
             ours.stop()
-    click.echo(_table(rows))
+    # The same group.initial.rebalance.delay.ms as OwnBroker's, so both groups form the same way.
+    with kafka_reference({"group.initial.rebalance.delay.ms": "300"}) as kafka:
+        theirs = _many_round(kafka.bootstrap_servers, _java_pid(kafka), shape, "Kafka")
+    case = (f"{shape.partitions:,} partitions, {shape.producers} producers, {shape.consumers} consumers,"
+            f" {shape.size} B keyed, acks={shape.acks}, {shape.records:,} records")
+    return many_table(case, mine, theirs)
+
+
+@click.command()
+@click.option("--case", "which", type=click.Choice(["single", "many"]), default="single", show_default=True,
+              help="single: one-partition topics, one client; many: --partitions with many producers and consumers")
+@click.option("--small", default=150_000, show_default=True, help="records per produce/consume run at 100 B")
+@click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
+@click.option("--latency-seconds", default=3.0, show_default=True)
+@click.option("--rate", default=500, show_default=True, help="records/s during the latency runs (single)")
+@click.option("--partitions", default=1000, show_default=True, help="partitions of the topic (many)")
+@click.option("--producers", default=20, show_default=True, help="producer processes (many)")
+@click.option("--consumers", default=20, show_default=True, help="consumer processes in one group (many)")
+@click.option("--records-per-producer", default=5000, show_default=True, help="1 KiB records per producer (many)")
+@click.option("--many-rate", default=1000, show_default=True,
+              help="records/s of all producers together during the latency run (many)")
+@click.option("--tls", is_flag=True, help="single: clients connect to both brokers over an SSL listener")
+def main(which: str, small: int, large: int, latency_seconds: float, rate: int, partitions: int, producers: int,
+         consumers: int, records_per_producer: int, many_rate: int, tls: bool) -> None:
+    """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
+    if which == "single":
+        click.echo(_single(small, large, latency_seconds, rate, tls))
+    else:
+        click.echo(_many(ManyShape(partitions, producers, consumers, records_per_producer, 1024, "all", many_rate,
+                                   latency_seconds)))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,29 @@
-"""Changefeed throughput and latency, side by side in one run (MariaDB -> bundled broker).
+"""Changefeed throughput, latency and memory, side by side in one run (MariaDB -> bundled broker).
 
-    .venv/bin/python bench/changefeed.py [--rows 50000] [--live-seconds 5] [--live-rate 2000] [--profile]
+    .venv/bin/python bench/changefeed.py [--rows 50000] [--table sysbench --table wide] [--live-seconds 5]
+                                         [--live-rate 2000] [--big-txn 1000000] [--profile]
 
-Rows of a sysbench-like table (id, k, c CHAR(120), pad CHAR(60)) are written first, then read back:
+Per table (the sysbench-like `sbtest`: id, k, c CHAR(120), pad CHAR(60); and `wide`: 30 columns of mixed
+types), rows are written first, then read back:
 - capture only: binlog -> typed RowChanges (no encoding, no broker)
 - encode only: canal-JSON encoding of those RowChanges (in memory)
 - end to end: the changefeed runner, capture -> encode -> route -> bundled broker, until every
   message is acknowledged and the checkpoint reaches the last commit
 - live latency: a writer commits 10-row transactions at a steady rate while the changefeed runs;
   latency is commit (client side, after COMMIT returns) -> checkpoint covering it (all acked).
+- RSS: peak resident memory of this process during the end-to-end run, and its growth over the start.
+- --big-txn N: one transaction of N narrow rows end to end with a small memory-quota; peak RSS growth
+  says whether memory stays bounded by the quota rather than growing with the transaction.
 """
 
 from __future__ import annotations
 
 import cProfile
+import gc
+import os
 import pstats
 import random
+import resource
 import statistics
 import string
 import sys
@@ -23,6 +31,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -46,14 +56,85 @@ def _text(n: int) -> str:
     return "".join(random.choices(string.ascii_letters + string.digits + "-", k=n))
 
 
-def _load(mysql: MySQLServer, first: int, rows: int, per_txn: int = 100) -> None:
+def _sbtest_row(i: int) -> tuple[object, ...]:
+    return (i, random.randint(1, 10**6), _text(120), _text(60))
+
+
+_WIDE_COLUMNS = (
+    "id INT PRIMARY KEY, k INT NOT NULL, b BIGINT UNSIGNED, s SMALLINT, t TINYINT, m MEDIUMINT,"
+    " d1 DECIMAL(12,2), d2 DECIMAL(20,6), f FLOAT, g DOUBLE, dt DATETIME(3), ts TIMESTAMP(6) NULL, dd DATE,"
+    " tm TIME, yr YEAR, c CHAR(20), v1 VARCHAR(100), v2 VARCHAR(255), v3 VARCHAR(40), v4 VARCHAR(40),"
+    " tx TEXT, bn VARBINARY(32), en ENUM('a','b','c'), st SET('x','y','z'), js JSON, bt BIT(8),"
+    " n1 INT NULL, n2 VARCHAR(20) NULL, u INT UNSIGNED, bo BOOLEAN"
+)
+
+
+def _wide_row(i: int) -> tuple[object, ...]:
+    r = random.random
+    return (
+        i, random.randint(1, 10**6), random.randint(0, 2**63), random.randint(-30000, 30000), random.randint(-100, 100),
+        random.randint(0, 8_000_000), f"{r() * 1e8:.2f}", f"{r() * 1e12:.6f}", r(), r() * 1e6,
+        "2026-11-23 10:11:12.345", "2026-11-23 10:11:12.123456", "2026-11-23", "12:34:56", 2026, _text(20),
+        _text(80), _text(200), _text(30), _text(30), _text(300), os.urandom(16), "b", "x,z",
+        f'{{"k": {i}, "tags": ["a", "b"]}}', 5, None, None, random.randint(0, 2**32 - 1), i % 2,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    create: str
+    row: Callable[[int], tuple[object, ...]]
+
+    @property
+    def insert(self) -> str:
+        width = len(self.row(0))
+        return f"INSERT INTO {self.name} VALUES ({', '.join(['%s'] * width)})"
+
+
+TABLES = {
+    "sysbench": Table(
+        "sbtest",
+        "CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
+        _sbtest_row,
+    ),
+    "wide": Table("wide", f"CREATE TABLE wide ({_WIDE_COLUMNS})", _wide_row),
+}
+
+
+def _load(mysql: MySQLServer, table: Table, first: int, rows: int, per_txn: int = 100) -> None:
     with mysql.connect(DATABASE, autocommit=False) as conn, conn.cursor() as cur:
         for start in range(first, first + rows, per_txn):
-            cur.executemany(
-                "INSERT INTO sbtest VALUES (%s, %s, %s, %s)",
-                [(i, random.randint(1, 10**6), _text(120), _text(60)) for i in range(start, start + per_txn)],
-            )
+            cur.executemany(table.insert, [table.row(i) for i in range(start, min(start + per_txn, first + rows))])
             conn.commit()
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+class PeakRss:
+    """Samples this process's resident memory every 20 ms while running (a context manager)."""
+
+    def __init__(self) -> None:
+        self.start = self.peak = _rss_kib()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.peak = max(self.peak, _rss_kib())
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _options(blocking: bool) -> CaptureOptions:
@@ -61,7 +142,7 @@ def _options(blocking: bool) -> CaptureOptions:
         server_id=random.randint(10_000, 2**31),
         snapshot_mode="never",
         blocking=blocking,
-        change_filter=ChangeFilter(TableFilter([f"{DATABASE}.sbtest"])),
+        change_filter=ChangeFilter(TableFilter([f"{DATABASE}.*"])),
     )
 
 
@@ -73,21 +154,44 @@ def _spec(settings: ConnectionSettings, broker: OwnBroker, start: Checkpoint, **
     )  # fmt: skip
 
 
-def _capture_only(settings: ConnectionSettings, start: Checkpoint) -> tuple[list[RowChange], float]:
+def _cpu_s() -> float:
+    """CPU seconds of this process (every thread, librdkafka's too) and of its finished children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall seconds (what throughput is) and CPU seconds (what the work costs: steadier than wall time
+    on a shared machine, since waiting for a core is not counted)."""
+
+    wall_s: float
+    cpu_s: float
+
+
+class Timer:
+    def __enter__(self) -> Timer:
+        self._wall, self._cpu = time.perf_counter(), _cpu_s()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.timing = Timing(time.perf_counter() - self._wall, _cpu_s() - self._cpu)
+
+
+def _capture_only(settings: ConnectionSettings, start: Checkpoint) -> tuple[list[RowChange], Timing]:
     source = CaptureSource(settings, _options(False), start=start)
-    began = time.perf_counter()
-    rows = [e for e in source.events() if isinstance(e, RowChange)]
-    elapsed = time.perf_counter() - began
+    with Timer() as timer:
+        rows = [e for e in source.events() if isinstance(e, RowChange)]
     source.close()
-    return rows, elapsed
+    return rows, timer.timing
 
 
-def _encode_only(rows: list[RowChange]) -> float:
+def _encode_only(rows: list[RowChange]) -> Timing:
     encoder = CanalJsonEncoder()
-    began = time.perf_counter()
-    for row in rows:
-        encoder.encode_row(row)
-    return time.perf_counter() - began
+    with Timer() as timer:
+        for row in rows:
+            encoder.encode_row(row)
+    return timer.timing
 
 
 def _end_to_end(
@@ -96,22 +200,29 @@ def _end_to_end(
     start: Checkpoint,
     target: Position,
     profiler: cProfile.Profile | None,
-) -> tuple[int, float]:
-    feed = Changefeed(_spec(settings, broker, start, target=target))
+    memory_quota: int = 64 * 1024 * 1024,
+) -> tuple[int, Timing, PeakRss]:
+    feed = Changefeed(_spec(settings, broker, start, target=target, memory_quota=memory_quota))
     feed.create()
-    began = time.perf_counter()
-    if profiler is not None:  # run the changefeed's loop in this thread so cProfile sees it
-        profiler.runcall(feed._run)
-    else:
-        feed.start()
-        feed.wait(600)
+    gc.collect()
+    with PeakRss() as rss, Timer() as timer:
+        if profiler is not None:  # run the changefeed's loop in this thread so cProfile sees it
+            profiler.runcall(feed._run)
+        else:
+            feed.start()
+            feed.wait(1800)
     if feed.state != "finished":
         raise SystemExit(f"end to end run did not finish: {feed.state} {feed.error}")
-    return feed.rows, time.perf_counter() - began
+    return feed.rows, timer.timing, rss
 
 
 def _write_paced(
-    mysql: MySQLServer, seconds: float, rate: int, first: int, commits: list[tuple[float, tuple[int, int]]]
+    mysql: MySQLServer,
+    table: Table,
+    seconds: float,
+    rate: int,
+    first: int,
+    commits: list[tuple[float, tuple[int, int]]],
 ) -> None:
     per_txn = 10
     interval = per_txn / rate
@@ -121,10 +232,7 @@ def _write_paced(
         i = first
         end = next_at + seconds
         while time.perf_counter() < end:
-            cur.executemany(
-                "INSERT INTO sbtest VALUES (%s, %s, %s, %s)",
-                [(j, random.randint(1, 10**6), _text(120), _text(60)) for j in range(i, i + per_txn)],
-            )
+            cur.executemany(table.insert, [table.row(j) for j in range(i, i + per_txn)])
             conn.commit()
             committed = time.perf_counter()
             status = binlog_status(cur, version)
@@ -136,7 +244,13 @@ def _write_paced(
 
 
 def _live(
-    mysql: MySQLServer, settings: ConnectionSettings, broker: OwnBroker, seconds: float, rate: int, first: int
+    mysql: MySQLServer,
+    table: Table,
+    settings: ConnectionSettings,
+    broker: OwnBroker,
+    seconds: float,
+    rate: int,
+    first: int,
 ) -> list[float]:
     start = Checkpoint(start_position(settings), 0)
     feed = Changefeed(_spec(settings, broker, start, blocking=True, checkpoint_interval_s=1.0))
@@ -158,7 +272,7 @@ def _live(
     watcher.start()
     commits: list[tuple[float, tuple[int, int]]] = []
     try:
-        _write_paced(mysql, seconds, rate, first, commits)
+        _write_paced(mysql, table, seconds, rate, first, commits)
         deadline = time.perf_counter() + 30
         while (not acked or acked[-1][1] < commits[-1][1]) and time.perf_counter() < deadline:
             time.sleep(0.01)
@@ -177,57 +291,125 @@ def _live(
     return latencies
 
 
+@dataclass(frozen=True)
+class Result:
+    table: str
+    rows: int
+    capture: Timing
+    encode: Timing
+    delivered: int
+    e2e: Timing
+    rss: PeakRss
+    latencies: list[float]
+
+
+def _run_table(
+    mysql: MySQLServer,
+    settings: ConnectionSettings,
+    broker: OwnBroker,
+    table: Table,
+    rows: int,
+    live_seconds: float,
+    live_rate: int,
+    profiler: cProfile.Profile | None,
+) -> Result:
+    mysql.execute(table.create, database=DATABASE)
+    start = Checkpoint(start_position(settings), 0)
+    _load(mysql, table, 0, rows)
+    target = start_position(settings)
+    captured, capture = _capture_only(settings, start)
+    encode = _encode_only(captured)
+    count = len(captured)
+    del captured
+    delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler)
+    latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows) if live_seconds else []
+    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies)
+
+
+def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: OwnBroker, rows: int) -> None:
+    """One transaction of `rows` narrow rows, end to end with memory-quota 8 MiB: RSS must not grow with it."""
+    quota = 8 * 1024 * 1024
+    mysql.execute("CREATE TABLE big (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(40) NOT NULL)", database=DATABASE)
+    start = Checkpoint(start_position(settings), 0)
+    with mysql.connect(DATABASE, autocommit=False) as conn, conn.cursor() as cur:
+        for first in range(0, rows, 10_000):
+            cur.executemany(
+                "INSERT INTO big VALUES (%s, %s, %s)",
+                [(i, i * 7, f"row-{i:09d}-{_text(16)}") for i in range(first, min(first + 10_000, rows))],
+            )
+        conn.commit()  # one transaction: the binlog holds it between one BEGIN and one COMMIT
+    target = start_position(settings)
+    delivered, timing, rss = _end_to_end(settings, broker, start, target, None, memory_quota=quota)
+    seconds = timing.wall_s
+    print(
+        f"\none transaction of {rows} rows (id, k, c VARCHAR(40)), memory-quota {quota >> 20} MiB: {delivered} rows "
+        f"in {seconds:.1f} s ({delivered / seconds:.0f} rows/s); RSS {rss.start >> 10} MiB at start, peak "
+        f"{rss.peak >> 10} MiB (+{(rss.peak - rss.start) >> 10} MiB)"
+    )
+
+
+def _report(result: Result, live_rate: int, live_seconds: float) -> None:
+    base = result.rows / result.capture.wall_s
+    print(f"\n{result.rows} rows, table {result.table}, MariaDB -> bundled broker (3 partitions, acks=all)\n")
+    print(f"{'path':42} {'rows':>8} {'seconds':>8} {'rows/s':>10} {'vs capture':>10} {'CPU us/row':>11}")
+    for name, count, timing in (
+        ("capture only (binlog -> RowChange)", result.rows, result.capture),
+        ("canal-JSON encode only", result.rows, result.encode),
+        ("end to end (-> bundled broker, acked)", result.delivered, result.e2e),
+    ):
+        rate = count / timing.wall_s
+        cpu = timing.cpu_s / count * 1e6
+        print(f"{name:42} {count:8d} {timing.wall_s:8.2f} {rate:10.0f} {rate / base:9.2f}x {cpu:11.1f}")
+    rss = result.rss
+    growth = (rss.peak - rss.start) >> 10
+    print(f"end-to-end RSS: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")
+    if result.latencies:
+        q = statistics.quantiles(result.latencies, n=100)
+        print(
+            f"live: {live_rate} rows/s for {live_seconds:.0f} s in 10-row transactions, {len(result.latencies)} "
+            f"commits; commit -> acknowledged checkpoint: p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, "
+            f"max {max(result.latencies):.1f} ms"
+        )
+
+
 @click.command()
 @click.option("--rows", default=50_000, show_default=True, help="rows to preload for the throughput runs")
-@click.option("--live-seconds", default=5.0, show_default=True)
+@click.option(
+    "--table",
+    "tables",
+    type=click.Choice(sorted(TABLES)),
+    multiple=True,
+    help="table(s) to run (default: sysbench and wide)",
+)
+@click.option("--live-seconds", default=5.0, show_default=True, help="0 skips the live latency run")
 @click.option("--live-rate", default=2000, show_default=True, help="rows/s written during the live run")
+@click.option("--big-txn", default=0, show_default=True, help="also run one transaction of this many rows")
 @click.option("--profile", is_flag=True, help="profile the end-to-end run and print the hottest functions")
-def main(rows: int, live_seconds: float, live_rate: int, profile: bool) -> None:
+def main(rows: int, tables: tuple[str, ...], live_seconds: float, live_rate: int, big_txn: int, profile: bool) -> None:
     with mysql_server() as mysql, tempfile.TemporaryDirectory() as tmp:
         broker = OwnBroker(Path(tmp))
         broker.start()
+        results = []
+        profiler = cProfile.Profile() if profile else None
         try:
             settings = ConnectionSettings(mysql.host, mysql.port, mysql.user, mysql.password, tls=False)
             mysql.execute(f"DROP DATABASE IF EXISTS {DATABASE}", f"CREATE DATABASE {DATABASE}")
-            mysql.execute(
-                "CREATE TABLE sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)",
-                database=DATABASE,
-            )
-            start = Checkpoint(start_position(settings), 0)
-            _load(mysql, 0, rows)
-            target = start_position(settings)
-
-            captured, capture_s = _capture_only(settings, start)
-            encode_s = _encode_only(captured)
-            profiler = cProfile.Profile() if profile else None
-            delivered, e2e_s = _end_to_end(settings, broker, start, target, profiler)
-            latencies = _live(mysql, settings, broker, live_seconds, live_rate, rows)
+            for name in tables or ("sysbench", "wide"):
+                results.append(
+                    _run_table(mysql, settings, broker, TABLES[name], rows, live_seconds, live_rate, profiler)
+                )
+                _report(results[-1], live_rate, live_seconds)
+            if big_txn:
+                _big_transaction(mysql, settings, broker, big_txn)
         finally:
             broker.stop()
-
-    base = len(captured) / capture_s
-    table = [
-        ("capture only (binlog -> RowChange)", len(captured), capture_s),
-        ("canal-JSON encode only", len(captured), encode_s),
-        ("end to end (-> bundled broker, acked)", delivered, e2e_s),
-    ]
-    print(f"\n{rows} rows, sysbench-like table, MariaDB -> bundled broker (3 partitions, acks=all)\n")
-    print(f"{'path':42} {'rows':>8} {'seconds':>8} {'rows/s':>10} {'vs capture':>10}")
-    for name, count, seconds in table:
-        rate = count / seconds
-        print(f"{name:42} {count:8d} {seconds:8.2f} {rate:10.0f} {rate / base:9.2f}x")
-    q = statistics.quantiles(latencies, n=100)
-    print(
-        f"\nlive: {live_rate} rows/s for {live_seconds:.0f} s in 10-row transactions, {len(latencies)} commits; "
-        f"commit -> acknowledged checkpoint: p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, max {max(latencies):.1f} ms"
-    )
     if profiler:
         print(
-            "\nhottest functions of the end-to-end run (the changefeed loop run in this thread; the producer poll"
+            "\nhottest functions of the end-to-end runs (the changefeed loop run in this thread; the producer poll"
             " thread is not included; profiling slows the end-to-end row above):"
         )
         stats = pstats.Stats(profiler)
-        stats.sort_stats("tottime").print_stats(15)
+        stats.sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from broker import logs
 from broker.config import BrokerConfig, ConfigError, load_file, parse_set
 from broker.config_catalog import check_broker_properties
+from lakefeed_common import logs
 
 if TYPE_CHECKING:
     from broker.storage.store import DiskLogStore
@@ -41,12 +41,17 @@ def main() -> None:
     help="server.properties (k=v) or YAML file with Kafka property names.",
 )
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override one property; repeatable.")
-@click.option("--log-level", default="INFO", show_default=True, help="Log level (JSON lines on stderr).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics (metrics.port; HOST is the listener's).")
+@click.option("--log-level", default="INFO", show_default=True, help="Log level (on stderr).")
+@click.option("--log-format", type=click.Choice(logs.LOG_FORMATS), default="json", show_default=True,
+              help="Log lines as JSON objects or as text (docs/configuration.md#logging).")
 def start(
-    data_dir: Path | None, listeners: str | None, config_file: Path | None, overrides: tuple[str, ...], log_level: str
+    data_dir: Path | None, listeners: str | None, config_file: Path | None, overrides: tuple[str, ...],
+    metrics_port: int | None, log_level: str, log_format: str,
 ) -> None:
     """Run the broker until SIGTERM or SIGINT."""
-    logs.configure(log_level)
+    logs.configure(log_level, log_format)
     from broker.storage.store import DiskLogStore
 
     try:
@@ -56,6 +61,8 @@ def start(
             properties["log.dirs"] = str(data_dir)
         if listeners is not None:
             properties["listeners"] = listeners
+        if metrics_port is not None:
+            properties["metrics.port"] = str(metrics_port)
         check_broker_properties(properties)
         config = BrokerConfig().with_overrides(properties)
         config.listener  # noqa: B018 - validate before starting
@@ -80,10 +87,14 @@ async def _serve(config: BrokerConfig, store: DiskLogStore) -> int:
     server = BrokerServer(config, store)
     node = None
     if config.get("controller.quorum.voters"):
+        from broker.cluster.member import ClusterMember
         from broker.cluster.node import ClusterNode
+        from broker.cluster.security_stores import ClusterAclStore, ClusterCredentialStore
 
         try:
-            node = server.state.cluster = ClusterNode(config, server.state)
+            node = ClusterNode(config, server.state)
+            server.state.role = ClusterMember(node)
+            server.security.use_stores(ClusterCredentialStore(node), ClusterAclStore(node))
         except ConfigError as exc:
             click.echo(f"error: {exc}", err=True)
             return 2
@@ -138,14 +149,22 @@ def _exit_now() -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Property for every node; repeatable.")
 @click.option("--restart/--no-restart", default=False, show_default=True,
               help="Start a node that died again on its data dir (otherwise it is reported and stays down).")
+@click.option("--metrics-port", type=int, default=None,
+              help="Node i serves Prometheus metrics on METRICS_PORT+i-1 (default: none).")
+@click.option("--listener-names", default="PLAINTEXT", show_default=True, metavar="NAME,...",
+              help="Each node's Kafka listeners: the first on BASE+i-1, listener k on BASE+(k+1)*NODES+i-1; map"
+              " them with --set listener.security.protocol.map=... (e.g. CLIENT:SASL_SSL,INTERNAL:SSL).")
 def dev_cluster(
-    nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...], restart: bool
+    nodes: int, data_dir: Path, base_port: int, rack_count: int | None, overrides: tuple[str, ...], restart: bool,
+    metrics_port: int | None, listener_names: str,
 ) -> None:
     """Run a local cluster of NODES brokers in the foreground until Ctrl-C."""
     from broker.dev_cluster import DevCluster, DevClusterError
 
+    names = tuple(name.strip() for name in listener_names.split(",") if name.strip())
     try:
-        cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides))
+        cluster = DevCluster(nodes, data_dir, base_port, rack_count, parse_set(overrides), metrics_port=metrics_port,
+                             listener_names=names)
         sys.exit(cluster.run_foreground(restart))
     except (DevClusterError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)

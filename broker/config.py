@@ -28,7 +28,7 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "node.id": "1",
         "listeners": "PLAINTEXT://127.0.0.1:9092",
         "advertised.listeners": "",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         "log.dirs": "",
         "auto.create.topics.enable": "true",
         "num.partitions": "1",
@@ -48,6 +48,8 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "log.message.timestamp.type": "CreateTime",
         "min.insync.replicas": "1",
         "cluster.id": "lakefeed-broker-cluster",
+        # Not a Kafka property (Kafka exports JMX): the port of our Prometheus endpoint; -1 serves none.
+        "metrics.port": "-1",
         # Cluster membership: a node joins a cluster when controller.quorum.voters is set.
         "controller.quorum.voters": "",
         "process.roles": "broker",
@@ -58,11 +60,35 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "unclean.leader.election.enable": "false",
         "offsets.topic.replication.factor": "3",
         "metadata.log.max.record.bytes.between.snapshots": "20971520",
+        # Security (broker/security/): PEM stores only; SCRAM by default, as PLAIN sends passwords.
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "",
+        "ssl.keystore.certificate.chain": "",
+        "ssl.keystore.key": "",
+        "ssl.keystore.password": "",
+        "ssl.key.password": "",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "",
+        "ssl.truststore.certificates": "",
+        "ssl.truststore.password": "",
+        "ssl.client.auth": "none",
+        "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+        "ssl.endpoint.identification.algorithm": "https",
+        # Which listener brokers and the controller quorum use (broker/security/listeners.py): empty means the
+        # first listener and a PLAINTEXT quorum.
+        "inter.broker.listener.name": "",
+        "controller.listener.names": "",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "super.users": "",
+        "authorizer.class.name": "",
+        "allow.everyone.if.no.acl.found": "false",
     }
 )
 
 @dataclass(frozen=True)
 class Listener:
+    """The address of one `NAME://HOST:PORT` listener entry (broker/security/listeners.py checks NAME)."""
+
     host: str
     port: int
 
@@ -70,8 +96,8 @@ class Listener:
     def parse(cls, text: str) -> Listener:
         scheme, _, rest = text.strip().partition("://")
         host, _, port = rest.rpartition(":")
-        if scheme.upper() != "PLAINTEXT" or not host or not port.isdigit():
-            raise ConfigError(f"listener {text!r}: expected PLAINTEXT://HOST:PORT, e.g. PLAINTEXT://127.0.0.1:9092")
+        if not scheme or not host or not port.isdigit():
+            raise ConfigError(f"listener {text!r}: expected NAME://HOST:PORT, e.g. PLAINTEXT://127.0.0.1:9092")
         return cls(host, int(port))
 
 

@@ -12,11 +12,20 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
 from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
+from broker.security.jaas import plain_users
+from broker.security.listeners import (
+    all_listeners,
+    controller_protocol,
+    inter_broker_listener,
+    listeners,
+    parse_listeners,
+    protocol_map,
+)
 
 _LONG_MAX = str((1 << 63) - 1)
 
@@ -141,14 +150,17 @@ def _broker(name: str, kind: ConfigType, doc: str, *, choices: tuple[str, ...] =
     return ConfigDef(name, kind, DEFAULTS[name], doc, (), frozenset(choices), minimum, maximum)
 
 
-_SH = ConfigType.SHORT
+_SH, _P = ConfigType.SHORT, ConfigType.PASSWORD
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # Broker properties that are not topic-config synonyms, typed as Apache Kafka 4 types them
 # (KafkaConfig / ServerConfigs / SocketServerConfigs); the default is DEFAULTS' value.
 _BROKER_LIST = (
     _broker("node.id", _I, "This node's id.", minimum=0),
-    _broker("listeners", _S, "The one PLAINTEXT://HOST:PORT listener clients connect to."),
-    _broker("advertised.listeners", _S, "The PLAINTEXT://HOST:PORT given to clients (default: listeners)."),
-    _broker("listener.security.protocol.map", _S, "LISTENER:PROTOCOL pairs; only PLAINTEXT is supported yet."),
+    _broker("listeners", _S, "NAME://HOST:PORT listeners, comma-separated; NAME is PLAINTEXT, SSL, SASL_PLAINTEXT,"
+            " SASL_SSL or a name mapped in listener.security.protocol.map."),
+    _broker("advertised.listeners", _S, "NAME://HOST:PORT per listener given to clients (default: listeners)."),
+    _broker("listener.security.protocol.map", _S, "LISTENER:PROTOCOL pairs naming each listener's security"
+            " protocol."),
     _broker("log.dirs", _S, "The data directory (one; --data-dir)."),
     _broker("auto.create.topics.enable", _B, "Create a topic on Metadata/Produce for an unknown name."),
     _broker("num.partitions", _I, "Partitions of an auto-created topic.", minimum=1),
@@ -163,6 +175,8 @@ _BROKER_LIST = (
     _broker("offsets.topic.replication.factor", _SH, "Replication factor of __consumer_offsets.", minimum=1),
     _broker("log.retention.check.interval.ms", _L, "How often retention and compaction run.", minimum=1),
     _broker("cluster.id", _S, "The cluster id reported to clients."),
+    _broker("metrics.port", _I, "Port of the Prometheus /metrics endpoint on the listener's host (-1: none).",
+            minimum=-1, maximum=65535),
     _broker("controller.quorum.voters", _S, "ID@HOST:PORT of every controller voter; set: a cluster node."),
     _broker("process.roles", _LI, "broker, or broker,controller for a voter.", choices=("broker", "controller")),
     _broker("broker.rack", _S, "Rack of this node, for replica placement."),
@@ -171,7 +185,41 @@ _BROKER_LIST = (
     _broker("replica.lag.time.max.ms", _L, "A follower this far behind leaves the ISR.", minimum=1),
     _broker("metadata.log.max.record.bytes.between.snapshots", _L,
             "Bytes of metadata records applied before a controller snapshots its log.", minimum=1),
+    # Security (broker/security/, docs/broker.md "Security"); any may also be set per listener as
+    # listener.name.<listener>.<property> (see _LISTENER_SCOPED).
+    _broker("ssl.keystore.type", _S, "Key store format: PEM (convert JKS/PKCS12 with keytool/openssl).",
+            choices=("PEM",)),
+    _broker("ssl.keystore.location", _S, "PEM file with this broker's certificate chain and private key."),
+    _broker("ssl.keystore.certificate.chain", _P, "The certificate chain as PEM text (instead of a file)."),
+    _broker("ssl.keystore.key", _P, "The private key as PEM text (instead of a file)."),
+    _broker("ssl.keystore.password", _P, "Accepted for Kafka compatibility; PEM key stores have no store password."),
+    _broker("ssl.key.password", _P, "Password of an encrypted private key."),
+    _broker("ssl.truststore.type", _S, "Trust store format: PEM.", choices=("PEM",)),
+    _broker("ssl.truststore.location", _S, "PEM file with the CA certificates client certificates must chain to."),
+    _broker("ssl.truststore.certificates", _P, "The trusted CA certificates as PEM text (instead of a file)."),
+    _broker("ssl.truststore.password", _P, "Accepted for Kafka compatibility; PEM trust stores have no password."),
+    _broker("ssl.client.auth", _S, "Ask TLS clients for a certificate: required, requested or none.",
+            choices=("required", "requested", "none")),
+    _broker("ssl.enabled.protocols", _LI, "TLS versions accepted.", choices=("TLSv1.2", "TLSv1.3")),
+    _broker("ssl.endpoint.identification.algorithm", _S, "https: a broker connecting to another over TLS checks"
+            " that the certificate names the host it connects to; empty: it does not.", choices=("https", "")),
+    _broker("inter.broker.listener.name", _S, "The listener other brokers connect to (default: the first one)."),
+    _broker("controller.listener.names", _S, "The controller quorum's listener name; its entry in"
+            " listener.security.protocol.map (PLAINTEXT or SSL) secures the quorum."),
+    _broker("sasl.enabled.mechanisms", _LI, "SASL mechanisms SASL listeners accept.",
+            choices=("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")),
+    _broker("super.users", _S, "Principals every ACL check allows, separated by ';' (User:admin;User:ops)."),
+    _broker("authorizer.class.name", _S, "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns on ACL"
+            " checks; empty: every request is allowed.", choices=("", STANDARD_AUTHORIZER)),
+    _broker("allow.everyone.if.no.acl.found", _B, "Allow access to a resource no ACL matches (Kafka: false)."),
 )
+# Properties that may also be set for one listener as listener.name.<listener>.<property>.
+_LISTENER_SCOPED = frozenset(
+    name for name in (d.name for d in _BROKER_LIST) if name.startswith("ssl.") or name == "sasl.enabled.mechanisms"
+)
+# listener.name.<listener>.plain.sasl.jaas.config: the PLAIN users (user_NAME="password" options).
+_JAAS_SUFFIX = ".plain.sasl.jaas.config"
+_SCRAM_JAAS = frozenset({"scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config"})
 
 
 def _synonym_definitions() -> dict[str, ConfigDef]:
@@ -240,17 +288,21 @@ def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
     (config file or --set) and DEFAULT_CONFIG otherwise. All read-only: no dynamic broker configs."""
     entries = []
     for name in sorted({*BROKER_CONFIGS, *broker.properties}):
-        definition = BROKER_CONFIGS.get(name) or ConfigDef(name, ConfigType.STRING, None, "Broker property.")
-        synonyms = [Synonym(name, definition.default, ConfigSource.DEFAULT_CONFIG)]
+        definition = BROKER_CONFIGS.get(name) or _listener_scoped(name) or ConfigDef(
+            name, ConfigType.STRING, None, "Broker property.")
+        secret = definition.kind is ConfigType.PASSWORD  # Kafka never returns these values (is_sensitive)
+        synonyms = [Synonym(name, None if secret else definition.default, ConfigSource.DEFAULT_CONFIG)]
         if name in broker.properties and broker.properties[name] != definition.default:
-            synonyms.insert(0, Synonym(name, broker.properties[name], ConfigSource.STATIC_BROKER_CONFIG))
+            value = None if secret else broker.properties[name]
+            synonyms.insert(0, Synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
         first = synonyms[0]
         entries.append(ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=True))
     return entries
 
 
-class InvalidConfig(ValueError):
-    """A config name or value a topic cannot take; the message names it and the accepted values."""
+class InvalidConfig(ConfigError):
+    """A config name or value a topic cannot take; the message names it and the accepted values (the broker's
+    one ConfigError hierarchy: handlers answer it with INVALID_CONFIG, the CLI prints it and exits)."""
 
 
 def validate_topic_config(name: str, value: str | None) -> str | None:
@@ -301,12 +353,12 @@ def _check_number(definition: ConfigDef, value: str) -> None:
         raise InvalidConfig(f"{name}={value!r}: must be at most {definition.maximum:g}")
 
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Keys of features this broker does not have yet: refused, so nobody believes the broker is secured.
 _UNSUPPORTED_PREFIXES = {
-    "ssl.": "TLS", "sasl.": "SASL authentication", "listener.name.": "per-listener TLS/SASL settings",
-    "security.inter.broker.protocol": "TLS/SASL between brokers", "authorizer.class.name": "ACL authorization",
-    "super.users": "ACL authorization", "principal.builder.class": "TLS/SASL principals",
+    "ssl.": "this TLS setting", "sasl.": "this SASL setting",
+    "listener.name.": "this per-listener setting (ssl.*, sasl.enabled.mechanisms and plain.sasl.jaas.config are)",
+    "security.inter.broker.protocol": "security.inter.broker.protocol (name the listener with"
+    " inter.broker.listener.name instead)", "principal.builder.class": "a custom principal builder",
 }  # fmt: skip
 _SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*([kKmMgGtT]i?[bB]?|[bB])\s*$")
 
@@ -317,12 +369,12 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
     (ConfigException from ConfigDef.parse; booleans must be true/false) but only warns about unknown
     keys; this broker refuses those as well, suggesting the nearest known key, so a typo never goes unseen."""
     for key, value in properties.items():
-        definition = BROKER_CONFIGS.get(key)
+        definition = BROKER_CONFIGS.get(key) or _listener_scoped(key)
         if definition is None:
             raise ConfigError(_unknown_key_message(key))
         try:
             _checked_value(definition, value)
-            check = _SPECIAL_CHECKS.get(key)
+            check = _SPECIAL_CHECKS.get(key) or (plain_users if key.endswith(_JAAS_SUFFIX) else None)
             if check is not None and value.strip():
                 check(value)
         except InvalidConfig as exc:
@@ -331,13 +383,16 @@ def check_broker_properties(properties: Mapping[str, str]) -> None:
                 hint = " (sizes are plain byte counts: 1GB is 1073741824)"
             raise ConfigError(f"broker property {exc}{hint}") from None
         except ConfigError as exc:
-            raise ConfigError(f"broker property {key}={value!r}: {exc}") from None
+            shown = "(hidden)" if definition.kind is ConfigType.PASSWORD else repr(value)  # never echo secrets
+            raise ConfigError(f"broker property {key}={shown}: {exc}") from None
+    check_listener_names(properties)
 
 
 def _unknown_key_message(key: str) -> str:
     for prefix, feature in _UNSUPPORTED_PREFIXES.items():
         if key.startswith(prefix):
-            return f"broker property {key}: {feature} is not supported yet by this broker (PLAINTEXT only); remove it"
+            return (f"broker property {key}: {feature} is not supported by this broker; remove it"
+                    " (docs/broker.md lists the supported security properties)")
     if key in TOPIC_CONFIGS:
         broker_names = [prop for prop, _ in TOPIC_CONFIGS[key].synonyms]
         where = f"; the broker-wide default is {broker_names[0]}" if broker_names else ""
@@ -348,32 +403,82 @@ def _unknown_key_message(key: str) -> str:
     return f"unknown broker property {key!r}{hint}"
 
 
+def _listener_scoped(key: str) -> ConfigDef | None:
+    """The definition behind `listener.name.<listener>.<property>`, or None when the key is not one."""
+    if not key.startswith("listener.name."):
+        return None
+    rest = key.removeprefix("listener.name.")
+    listener, _, prop = rest.partition(".")
+    if not listener or not prop:
+        return None
+    if prop in _LISTENER_SCOPED:
+        return replace(BROKER_CONFIGS[prop], name=key)
+    if "." + prop == _JAAS_SUFFIX:
+        return ConfigDef(key, ConfigType.PASSWORD, None, "PLAIN users of this listener: user_NAME=\"password\".")
+    if prop in _SCRAM_JAAS:
+        return ConfigDef(key, ConfigType.PASSWORD, None, "Accepted so Kafka's SCRAM server.properties work unchanged;"
+                         " Kafka uses it for its own inter-broker login, which this broker does not make.")
+    return None
+
+
 def _check_listeners(value: str) -> None:
-    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
-    for entry in entries:
-        protocol = entry.partition("://")[0].upper()
-        if protocol in _SECURITY_PROTOCOLS[1:]:
-            raise ConfigError(f"{protocol} listeners are not supported yet by this broker; use PLAINTEXT://HOST:PORT")
-        Listener.parse(entry)
-    if len(entries) > 1:
-        raise ConfigError("this broker serves one listener (the controller port comes from controller.quorum.voters)"
-                          "; give one PLAINTEXT://HOST:PORT")
-
-
-def _check_protocol_map(value: str) -> None:
+    # Syntax only: whether each NAME has a protocol is checked by check_listener_names, once every property is known.
     for entry in (item.strip() for item in value.split(",") if item.strip()):
-        name, sep, protocol = entry.partition(":")
-        if not sep or not name or protocol.upper() not in _SECURITY_PROTOCOLS:
-            raise ConfigError(f"entry {entry!r} is not LISTENER:PROTOCOL with PROTOCOL one of"
-                              f" {', '.join(_SECURITY_PROTOCOLS)}")
-        if protocol.upper() != "PLAINTEXT":
-            raise ConfigError(f"security protocol {protocol.upper()} is not supported yet by this broker;"
-                              " only PLAINTEXT")
+        Listener.parse(entry)
+
+
+def check_listener_names(properties: Mapping[str, str]) -> None:
+    """Every listener name is mapped to a protocol; SASL listeners have a mechanism; a TLS listener has a key
+    store; a cluster node's inter-broker and controller listeners are ones it can connect with
+    (broker/security/listeners.py, docs/broker.md "Security")."""
+    config = BrokerConfig().with_overrides(properties)
+    specs = listeners(config)
+    if config.get("advertised.listeners"):
+        parse_listeners(config.get("advertised.listeners"), protocol_map(config.get("listener.security.protocol.map")))
+    inter_broker = inter_broker_listener(config)
+    from broker.security.tls import client_context, server_context, setting
+
+    if config.get("controller.quorum.voters"):
+        _check_cluster_security(config, inter_broker.name)
+    for spec in specs:
+        if spec.uses_tls:
+            server_context(config, spec.name)
+        if spec.uses_sasl and not setting(config, spec.name, "sasl.enabled.mechanisms").strip():
+            raise ConfigError(f"listener {spec.name} uses SASL but sasl.enabled.mechanisms is empty")
+    if config.get("controller.quorum.voters"):
+        if inter_broker.uses_tls:
+            client_context(config, inter_broker.name)
+        name, protocol = controller_protocol(config)
+        if protocol == "SSL":
+            client_context(config, name)
+            if "controller" in config.get("process.roles"):
+                server_context(config, name)
+
+
+def _check_cluster_security(config: BrokerConfig, inter_broker: str) -> None:
+    """What a cluster node cannot do yet, refused with the reason: brokers authenticate each other by mutual TLS
+    only (the replica fetcher and the controller quorum speak no SASL). Client listeners may use SASL, and an
+    authorizer may be set: SCRAM credentials and ACLs live in the cluster metadata."""
+    for spec in listeners(config):
+        if spec.uses_sasl and spec.name == inter_broker:
+            raise ConfigError(f"inter.broker.listener.name={spec.name} is {spec.protocol}: brokers fetch from each"
+                              " other over PLAINTEXT or SSL only (use SSL with ssl.client.auth=required to"
+                              " authenticate brokers by certificate, and SASL on the client listeners)")
+    name, protocol = controller_protocol(config)
+    if protocol not in ("PLAINTEXT", "SSL"):
+        raise ConfigError(f"controller listener {name} is {protocol}: the controller quorum speaks PLAINTEXT or SSL"
+                          " (mutual TLS with ssl.client.auth=required authenticates its members)")
+    voters = parse_voters(config.get("controller.quorum.voters"))
+    for spec in all_listeners(config):
+        if spec.name == name and voters.get(config.node_id) != (spec.host, spec.port):
+            raise ConfigError(f"listener {spec.name}://{spec.host}:{spec.port} is the controller listener but"
+                              f" controller.quorum.voters gives node {config.node_id}"
+                              f" {voters.get(config.node_id)}; make them the same address")
 
 
 _SPECIAL_CHECKS: Mapping[str, Callable[[str], object]] = MappingProxyType({
     "listeners": _check_listeners,
     "advertised.listeners": _check_listeners,
-    "listener.security.protocol.map": _check_protocol_map,
+    "listener.security.protocol.map": protocol_map,
     "controller.quorum.voters": parse_voters,
 })  # fmt: skip

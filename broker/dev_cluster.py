@@ -6,6 +6,15 @@ are voters (`process.roles=broker,controller`); the rest are plain brokers. Ever
 `controller.quorum.voters`, so it is a clustered node; with N >= 3 the topic defaults are Kafka's durable
 ones (RF 3, min.insync.replicas 2) unless `--set` says otherwise.
 
+With `metrics_port=M` (`--metrics-port M`) node i also serves Prometheus metrics on 127.0.0.1:M+i-1
+(`metrics.port`, docs/broker.md#metrics).
+
+`listener_names` (default `("PLAINTEXT",)`) names each node's Kafka listeners: the first on P+i-1 (what
+`bootstrap_servers` lists), listener k (k >= 1) on P+(k+1)*N+i-1, after the controller ports. With
+`CLIENT,INTERNAL` and `listener.security.protocol.map`/`inter.broker.listener.name`/`controller.listener.names`
+in the settings, the nodes replicate and run the quorum over TLS (docs/broker.md "Security"); `controller_status`
+then speaks TLS too, with the settings' key and trust stores.
+
 `DIR/cluster.json` lists each node's id, ports, pid and data dir. `run_foreground` (the click command
 `broker dev-cluster`) stops every node on Ctrl-C/SIGTERM; a node that dies is reported and the others keep
 running (`--restart` starts it again). Tests drive the same class and use `kill`/`restart`/`pause`/`resume`
@@ -27,7 +36,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from broker.config import BrokerConfig
 from broker.config_catalog import check_broker_properties
+from broker.security.listeners import controller_protocol
+from broker.security.tls import client_context
 
 MAX_VOTERS = 3
 # Kafka's durable settings: every acknowledged write survives the loss of one node.
@@ -49,6 +61,7 @@ class NodeInfo:
     controller_port: int | None  # None: a broker-only node (no controller listener)
     pid: int
     data_dir: str
+    metrics_port: int | None = None  # None: the node serves no metrics
 
 
 class DevCluster:
@@ -60,15 +73,20 @@ class DevCluster:
         rack_count: int | None = None,
         settings: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        metrics_port: int | None = None,
+        listener_names: tuple[str, ...] = ("PLAINTEXT",),
     ) -> None:
         if nodes < 1:
             raise DevClusterError(f"--nodes must be at least 1, got {nodes}")
-        if not 1024 <= base_port <= 65535 - 2 * nodes:
-            raise DevClusterError(f"--base-port {base_port} leaves no room for {2 * nodes} ports in 1024..65535")
+        ports = (1 + len(listener_names)) * nodes
+        if not listener_names:
+            raise DevClusterError("at least one listener name is needed, e.g. PLAINTEXT")
+        if not 1024 <= base_port <= 65535 - ports:
+            raise DevClusterError(f"--base-port {base_port} leaves no room for {ports} ports in 1024..65535")
         if rack_count is not None and rack_count < 1:
             raise DevClusterError(f"--rack-count must be at least 1, got {rack_count}")
-        # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
-        check_broker_properties(settings or {})
+        if metrics_port is not None and not 1024 <= metrics_port <= 65536 - nodes:
+            raise DevClusterError(f"--metrics-port {metrics_port} leaves no room for {nodes} ports in 1024..65535")
         self.nodes = nodes
         self.data_dir = data_dir
         self._file_lock = threading.Lock()  # nodes may be restarted from several threads at once
@@ -76,7 +94,15 @@ class DevCluster:
         self.rack_count = rack_count
         self.settings = dict(settings or {})
         self.extra_args = extra_args
+        self.metrics_base_port = metrics_port
+        self.listener_names = tuple(name.upper() for name in listener_names)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        # The same check every node's `broker start` makes, up front: one line here rather than N dead nodes.
+        check_broker_properties({**self.node_settings(1), "listeners": self.listeners(1)})
+        # A TLS quorum (controller listener mapped to SSL) is asked for its status over TLS as well.
+        config = BrokerConfig().with_overrides(self.settings)
+        controller_listener, protocol = controller_protocol(config)
+        self._controller_tls = client_context(config, controller_listener) if protocol == "SSL" else None
 
     @property
     def cluster_file(self) -> Path:
@@ -93,8 +119,19 @@ class DevCluster:
     def port(self, node_id: int) -> int:
         return self.base_port + node_id - 1
 
+    def metrics_port(self, node_id: int) -> int | None:
+        return None if self.metrics_base_port is None else self.metrics_base_port + node_id - 1
+
     def controller_port(self, node_id: int) -> int:
         return self.base_port + self.nodes + node_id - 1
+
+    def listener_port(self, name: str, node_id: int) -> int:
+        """Node `node_id`'s port of listener `name` (one of `listener_names`)."""
+        index = self.listener_names.index(name.upper())
+        return self.port(node_id) if index == 0 else self.base_port + (index + 1) * self.nodes + node_id - 1
+
+    def listeners(self, node_id: int) -> str:
+        return ",".join(f"{name}://127.0.0.1:{self.listener_port(name, node_id)}" for name in self.listener_names)
 
     def voters_spec(self) -> str:
         return ",".join(f"{n}@127.0.0.1:{self.controller_port(n)}" for n in self.voters)
@@ -110,6 +147,9 @@ class DevCluster:
             props["broker.rack"] = f"rack-{node_id % self.rack_count}"
         if self.nodes >= 3:
             props.update(DURABLE_DEFAULTS)
+        metrics_port = self.metrics_port(node_id)
+        if metrics_port is not None:
+            props["metrics.port"] = str(metrics_port)
         props.update(self.settings)
         return props
 
@@ -118,7 +158,7 @@ class DevCluster:
         return [
             sys.executable, "-m", "broker.cli", "start",
             "--data-dir", str(self.data_dir / f"node-{node_id}"),
-            "--listeners", f"PLAINTEXT://127.0.0.1:{self.port(node_id)}",
+            "--listeners", self.listeners(node_id),
             *sets, *self.extra_args,
         ]  # fmt: skip
 
@@ -128,7 +168,7 @@ class DevCluster:
     def start(self, ready_timeout_s: float = 30.0) -> list[NodeInfo]:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         for n in self.node_ids:
-            for port in (self.port(n), self.controller_port(n)):
+            for port in (self.controller_port(n), *(self.listener_port(name, n) for name in self.listener_names)):
                 if _port_open(port):
                     raise DevClusterError(f"port {port} is already in use; pick another --base-port")
         try:
@@ -167,7 +207,7 @@ class DevCluster:
     def infos(self) -> list[NodeInfo]:
         return [
             NodeInfo(n, self.port(n), self.controller_port(n) if n in self.voters else None, p.pid,
-                     str(self.data_dir / f"node-{n}"))
+                     str(self.data_dir / f"node-{n}"), self.metrics_port(n))
             for n, p in sorted(self.procs.items())
         ]  # fmt: skip
 
@@ -211,10 +251,13 @@ class DevCluster:
         if node_id not in self.voters:
             return None
         try:
-            with socket.create_connection(("127.0.0.1", self.controller_port(node_id)), timeout=timeout_s) as s:
-                s.sendall(b'{"op": "status"}\n')
-                reply: dict[str, Any] = json.loads(s.makefile("rb").readline())
-                return reply
+            with socket.create_connection(("127.0.0.1", self.controller_port(node_id)), timeout=timeout_s) as raw:
+                s = raw if self._controller_tls is None else self._controller_tls.wrap_socket(
+                    raw, server_hostname="127.0.0.1")
+                with s:
+                    s.sendall(b'{"op": "status"}\n')
+                    reply: dict[str, Any] = json.loads(s.makefile("rb").readline())
+                    return reply
         except (OSError, ValueError):
             return None
 

@@ -9,11 +9,15 @@ server sends file ranges with sendfile, bytes with a plain write.
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from broker.protocol import records
+from broker.storage.producer_state import ProducerStateTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,28 @@ class FileRange:
     path: str
     position: int
     size: int
+    # The segment's open descriptor (a `SegmentFile`): while the range is in flight the bytes stay
+    # readable even if compaction or retention replaces the file at `path`.
+    file: HasFd | None = field(default=None, compare=False)
+
+    def read(self) -> bytes:
+        """The bytes of the range (the in-memory path; plain TCP sends ranges with sendfile instead)."""
+        if self.file is not None:
+            return os.pread(self.file.fd, self.size, self.position)
+        descriptor = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(descriptor, self.size, self.position)
+        finally:
+            os.close(descriptor)
+
+
+class HasFd(Protocol):
+    fd: int
+
+
+def materialize(chunks: tuple[bytes | FileRange, ...]) -> bytes:
+    """A read's chunks as one bytes object."""
+    return b"".join(chunk.read() if isinstance(chunk, FileRange) else chunk for chunk in chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +84,9 @@ class TimestampOffset:
 
 
 class PartitionLog(Protocol):
+    # The partition's one producer-state store, updated by every append and rebuilt by truncation.
+    producers: ProducerStateTable
+
     @property
     def log_start_offset(self) -> int: ...
     @property
@@ -65,6 +94,8 @@ class PartitionLog(Protocol):
     @property
     def high_watermark(self) -> int: ...
     def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult: ...
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        """A follower's append: the leader's batches as they are (offsets, epochs, append times kept)."""
     def read(self, offset: int, max_bytes: int) -> ReadResult: ...
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None: ...
     def max_timestamp(self) -> TimestampOffset | None: ...
@@ -77,6 +108,10 @@ class PartitionLog(Protocol):
 
 class LogStore(Protocol):
     def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog: ...
+    def open_all(
+        self, partitions: Iterable[tuple[str, int, LogConfig]], workers: int | None = None
+    ) -> dict[tuple[str, int], PartitionLog]:
+        """Open (and recover) many logs at start-up, in parallel where the store can."""
     def delete(self, topic: str, partition: int) -> None: ...
     def maintain(self, now_ms: int | None = None) -> None:
         """Retention and compaction of every open log, as each one's cleanup.policy says."""
@@ -100,6 +135,7 @@ class MemoryPartitionLog:
     _bases: list[int] = field(default_factory=list)
     _start: int = 0
     _end: int = 0
+    producers: ProducerStateTable = field(default_factory=ProducerStateTable)
 
     @property
     def log_start_offset(self) -> int:
@@ -127,8 +163,22 @@ class MemoryPartitionLog:
             chunk = bytes(buffer[header.position : header.position + header.length])
             self._batches.append(_Batch(self._end, last, stamp, chunk))
             self._bases.append(self._end)
+            self.producers.update(dataclasses.replace(header, base_offset=self._end))
             self._end = last + 1
         return AppendResult(base, self._end - 1, append_time, self._start)
+
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        base = self._end
+        for header in records.iter_batches(batch_bytes):
+            if header.base_offset != self._end:
+                raise ValueError(f"replicated batch at offset {header.base_offset}, the log ends at {self._end}")
+            last = header.base_offset + header.last_offset_delta
+            chunk = bytes(batch_bytes[header.position : header.position + header.length])
+            self._batches.append(_Batch(header.base_offset, last, header.max_timestamp, chunk))
+            self._bases.append(header.base_offset)
+            self.producers.update(header)
+            self._end = last + 1
+        return AppendResult(base, self._end - 1, -1, self._start)
 
     def read(self, offset: int, max_bytes: int) -> ReadResult:
         index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
@@ -178,11 +228,19 @@ class MemoryPartitionLog:
             self._batches.pop()
             self._bases.pop()
         self._end = min(self._end, offset)
+        self._rebuild_producers()
+
+    def _rebuild_producers(self) -> None:
+        self.producers = ProducerStateTable()
+        for batch in self._batches:
+            for header in records.iter_batches(batch.data, verify_crc=False):
+                self.producers.update(header)
 
     def restart_at(self, offset: int) -> None:
         self._batches.clear()
         self._bases.clear()
         self._start = self._end = offset
+        self.producers = ProducerStateTable()
 
     def close(self) -> None:
         pass
@@ -197,6 +255,11 @@ class MemoryLogStore:
         if log is None:
             log = self._logs[(topic, partition)] = MemoryPartitionLog(config)
         return log
+
+    def open_all(
+        self, partitions: Iterable[tuple[str, int, LogConfig]], workers: int | None = None
+    ) -> dict[tuple[str, int], PartitionLog]:
+        return {(topic, partition): self.open(topic, partition, config) for topic, partition, config in partitions}
 
     def delete(self, topic: str, partition: int) -> None:
         self._logs.pop((topic, partition), None)

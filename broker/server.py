@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.cluster.member import ClusterMember
 from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
-from broker.coordinator.producers import ProducerStateManager
+from broker.coordinator.producers import ProducerIdAllocator
+from broker.core.single_node import SingleNode
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
 from broker.log_store import LogStore
-from broker.protocol.apis import API_VERSIONS_KEY
+from broker.metrics import BrokerMetrics, MetricsEndpoint
+from broker.protocol.apis import API_VERSIONS_KEY, SUPPORTED
 from broker.protocol.errors import FrameError
 from broker.protocol.framing import (
     RequestReceived,
@@ -37,8 +42,13 @@ from broker.protocol.framing import (
     frame_size,
 )
 from broker.protocol.memory_pool import MemoryPool
+from broker.protocol.spliced import SplicedResponse, splice
+from broker.security.layer import SecurityLayer, raw_token_size
+from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
+from broker.security.session import Session
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
+from broker.zero_copy import send_parts, supports_sendfile
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
@@ -60,10 +70,17 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
             max_session_timeout_ms=config.int("group.max.session.timeout.ms"),
         ),
         offsets=OffsetStore(),
-        producers=ProducerStateManager(data_dir / "producer-id-block"),
+        producer_ids=ProducerIdAllocator(data_dir / "producer-id-block"),
     )
+    state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
+    # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a
+    # thread pool while nothing is served yet.
+    started = time.monotonic()
+    partitions = state.load_logs()
+    log.info("partition logs loaded", extra={"partitions": partitions,
+                                              "seconds": round(time.monotonic() - started, 3)})
     loaded = state.load_offsets()
     if loaded:
         log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})
@@ -74,34 +91,49 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, store: LogStore) -> None:
         self.config = config
         self.state = build_state(config, store)
-        self._server: asyncio.Server | None = None
+        self.security = SecurityLayer(config)
+        self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_request_bytes = config.int("socket.request.max.bytes")
         self.memory = MemoryPool(config.int("queued.max.request.bytes"))
+        self.metrics = BrokerMetrics(self.state)
+        metrics_port = config.int("metrics.port")
+        self.metrics_endpoint = (
+            MetricsEndpoint(self.metrics, config.listener.host, metrics_port) if metrics_port >= 0 else None
+        )
 
     async def start(self) -> None:
-        listener = self.config.listener
-        self._server = await asyncio.start_server(
-            self._serve_connection, listener.host, listener.port, limit=_STREAM_LIMIT
-        )
+        if isinstance(self.state.role, ClusterMember):
+            self.state.role.replicas.isr_listener = self.metrics.on_isr_change
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.start()
+        for spec in self.security.listeners:
+            self._servers.append(await asyncio.start_server(
+                functools.partial(self._serve_connection, spec), spec.host, spec.port, limit=_STREAM_LIMIT,
+                ssl=self.security.ssl_context(spec),
+            ))
+            log.info("listening", extra={"listener": spec.name, "protocol": spec.protocol, "host": spec.host,
+                                         "port": spec.port})
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         self._tasks.add(asyncio.create_task(self._maintain_logs()))
-        log.info("listening", extra={"host": listener.host, "port": listener.port})
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.close()
         await cancel_and_wait(list(self._tasks), 5.0, "broker shutdown")
         self.state.store.close()
         log.info("stopped")
 
     async def _maintain_logs(self) -> None:
-        # On the event loop on purpose: appends run there too, so retention never races an append.
+        # In a worker thread: compaction reads and rewrites whole segments. Each log's lock keeps
+        # retention and segment swaps atomic with respect to appends on the event loop.
         interval = self.config.int("log.retention.check.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.state.store.maintain()
+                await asyncio.to_thread(self.state.store.maintain)
             except Exception:
                 log.exception("log maintenance failed; retrying at the next interval")
 
@@ -111,24 +143,36 @@ class BrokerServer:
             for member in self.state.groups.expire_sessions():
                 log.info("group member session expired", extra={"member": member})
 
-    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(
+        self, spec: ListenerSpec, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
+        # Each connection runs in its own task, hence its own context: handlers answer with this listener's
+        # advertised address (broker/handlers/_placement.py).
+        CURRENT_LISTENER.set(spec.name)
+        session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
+        zero_copy = supports_sendfile(writer)  # Fetch data by sendfile if the transport can (plain TCP)
         try:
             while True:
-                size = await self._read_size(reader)
+                size = await self._read_size(reader, session.raw_tokens)
                 if size is None:
                     break
                 await self.memory.reserve(size)
                 try:
-                    response = await self._respond(decode_request(await _read_exactly(reader, size)), peer[0])
+                    frame = await _read_exactly(reader, size)
+                    response: list[Any] | None
+                    if session.raw_tokens:  # SASL tokens after SaslHandshake v0: not Kafka requests
+                        token = self.security.raw_token(session, frame)
+                        response = None if token is None else [token]
+                    else:
+                        response = await self._respond(decode_request(frame), session)
                 finally:
                     self.memory.release(size)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await send_parts(writer, response, zero_copy)
         except FrameError as exc:
             log.warning("closing the connection from %s:%s: %s", peer[0], peer[1], exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -145,30 +189,40 @@ class BrokerServer:
             if task is not None:
                 self._tasks.discard(task)
 
-    async def _read_size(self, reader: asyncio.StreamReader) -> int | None:
-        """The next frame's size, or None when the client closed the connection between requests."""
+    async def _read_size(self, reader: asyncio.StreamReader, raw_token: bool = False) -> int | None:
+        """The next frame's size, or None when the client closed the connection between requests.
+        A raw SASL token (after SaslHandshake v0) may be shorter than any request header."""
         try:
             prefix = await reader.readexactly(4)
         except asyncio.IncompleteReadError as exc:
             if exc.partial:
                 raise
             return None
+        if raw_token:
+            return raw_token_size(prefix, self._max_request_bytes)
         return frame_size(prefix, self._max_request_bytes)
 
-    async def _respond(self, event: RequestReceived | UnsupportedRequest, host: str) -> bytes | None:
+    async def _respond(self, event: RequestReceived | UnsupportedRequest, session: Session) -> list[Any] | None:
+        """The response frame as parts: bytes, and file ranges where a handler sends data from segments."""
         header = event.header
         if isinstance(event, UnsupportedRequest):
             if header.api_key == API_VERSIONS_KEY:
                 # Clients probe with their newest ApiVersions; answer v0 so they can pick a version.
-                return encode_response(header.correlation_id, api_versions_response(0, ErrorCode.unsupported_version))
+                return [encode_response(header.correlation_id,
+                                        api_versions_response(0, ErrorCode.unsupported_version))]
             raise _Unsupported(
                 f"api key {header.api_key} v{header.api_version} from client {header.client_id!r} is not supported"
             )
-        handler = HANDLERS[header.api_key]
-        response = await handler(self.state, Request(header, event.body, host))
+        request = Request(header, event.body, session.client_host)
+        started = time.perf_counter()
+        response = await self.security.respond(self.state, session, request, HANDLERS.get(header.api_key))
+        self.metrics.observe_request(SUPPORTED[header.api_key].name, event.body, response,
+                                     time.perf_counter() - started)
         if response is None:
             return None
-        return encode_response(header.correlation_id, response)
+        if isinstance(response, SplicedResponse):
+            return splice(encode_response(header.correlation_id, response.response), response.inserts)
+        return [encode_response(header.correlation_id, response)]
 
 
 async def _read_exactly(reader: asyncio.StreamReader, size: int) -> bytes:

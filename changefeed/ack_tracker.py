@@ -1,10 +1,12 @@
-"""Message-level acknowledgement tracking for the delivery path (changefeed.checkpoint.AckTracker works per
-transaction, for callers that acknowledge whole transactions). The checkpoint may only pass a transaction
-once every message sent before it is acknowledged.
+"""Acknowledgement tracking for the delivery path, per sent unit: the delivery path sends message
+batches (sink.message.MessageBatch), each acknowledged once when all its messages are
+(changefeed.checkpoint.AckTracker works per transaction, for callers that acknowledge whole
+transactions). The checkpoint may only pass a transaction once every unit sent before it is acknowledged.
 
-Messages get increasing sequence numbers as they are sent; a transaction's checkpoint is queued
-behind the last sequence sent before it. Acks arrive in any order (many partitions); the checkpoint
-advances to the newest transaction whose every earlier message is acknowledged. Pure and thread-safe.
+Units get increasing sequence numbers as they are sent; a transaction's checkpoint is queued behind
+the last sequence sent before it. Acks arrive in any order (many partitions); the checkpoint advances
+to the newest transaction whose every earlier unit is acknowledged. Pure and thread-safe; the lowest
+unacknowledged sequence only moves forward, so each ack costs O(1) amortised.
 """
 
 import threading
@@ -24,7 +26,7 @@ class MessageAckTracker:
         self._failed: BaseException | None = None
 
     def sent(self) -> int:
-        """Register one message; returns its sequence number for `acked`."""
+        """Register one unit (a message batch); returns its sequence number for `acked`."""
         with self._lock:
             seq = self._next_seq
             self._next_seq += 1
@@ -49,7 +51,10 @@ class MessageAckTracker:
     def _advance(self) -> None:
         if self._failed is not None:
             return
-        self._lowest_unacked = min(self._pending) if self._pending else self._next_seq
+        lowest, pending = self._lowest_unacked, self._pending
+        while lowest < self._next_seq and lowest not in pending:
+            lowest += 1
+        self._lowest_unacked = lowest
         while self._boundaries and self._boundaries[0][0] <= self._lowest_unacked:
             self._checkpoint = self._boundaries.popleft()[1]
 

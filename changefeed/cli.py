@@ -1,7 +1,8 @@
 """The `changefeed` command line: `changefeed server` runs changefeeds; the other commands are clients
 of its HTTP API (docs/changefeed.md).
 
-Exit codes: 0 ok; 1 the server rejected the request (invalid definition; the message says why);
+Exit codes: 0 ok; 1 the server rejected the request (invalid definition, or a missing or wrong
+--auth-token / LAKEFEED_API_TOKEN; the message says why);
 2 usage error; 3 no such changefeed; 4 not allowed in the current state, or the id exists;
 5 the server could not be reached or answered unexpectedly.
 """
@@ -9,23 +10,38 @@ Exit codes: 0 ok; 1 the server rejected the request (invalid definition; the mes
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from changefeed.lifecycle.client import ServerUnreachable, call
+from changefeed.lifecycle.client import ServerUnreachable, call, tls_context
 
 EXIT_REJECTED, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNREACHABLE = 1, 3, 4, 5
-_EXIT_BY_STATUS = {400: EXIT_REJECTED, 404: EXIT_NOT_FOUND, 409: EXIT_CONFLICT}
+_EXIT_BY_STATUS = {400: EXIT_REJECTED, 401: EXIT_REJECTED, 404: EXIT_NOT_FOUND, 409: EXIT_CONFLICT}
 DEFAULT_SERVER = "http://127.0.0.1:8300"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="lakefeed", prog_name="changefeed")
-def main() -> None:
+@click.option("--auth-token", envvar="LAKEFEED_API_TOKEN", show_envvar=True,
+              help="bearer token the client commands send to the server (its --auth-token)")
+@click.option("--ca", envvar="LAKEFEED_API_CA", show_envvar=True, type=click.Path(exists=True, dir_okay=False),
+              help="PEM CA that signed an https:// server's certificate (default: the system's trust store)")
+@click.option("--cert", envvar="LAKEFEED_API_CERT", show_envvar=True, type=click.Path(exists=True, dir_okay=False),
+              help="PEM client certificate (chain) for a server started with --tls-client-ca")
+@click.option("--key", envvar="LAKEFEED_API_KEY", show_envvar=True, type=click.Path(exists=True, dir_okay=False),
+              help="PEM private key of --cert (when not in the same file)")
+@click.pass_context
+def main(ctx: click.Context, auth_token: str | None, ca: str | None, cert: str | None, key: str | None) -> None:
     """Run and control changefeeds (MySQL binlog -> canal-JSON -> Kafka)."""
+    try:
+        tls = tls_context(ca, cert, key) if (ca or cert) else None
+    except (OSError, ssl.SSLError) as exc:
+        raise click.BadParameter(f"cannot load the TLS files ({exc})", param_hint="--ca/--cert/--key") from exc
+    ctx.obj = {"auth_token": auth_token, "tls": tls}
 
 
 def _server_option(f: Any) -> Any:
@@ -44,7 +60,8 @@ def _id_option(f: Any) -> Any:
 
 def _request(server: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     try:
-        status, payload = call(server, method, path, body)
+        options = click.get_current_context().find_root().obj or {}
+        status, payload = call(server, method, path, body, token=options.get("auth_token"), tls=options.get("tls"))
     except ServerUnreachable as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_UNREACHABLE)

@@ -1,13 +1,15 @@
 """Capture events -> canal-JSON messages -> sink, with the checkpoint following acknowledgements.
 
 This is the data path of one changefeed: split key-changing updates, encode, route, enforce the
-message limit, send, and advance the checkpoint only over acknowledged transactions. DDL goes to
+message limit, send in batches (one per transaction, or per BATCH_MESSAGES / BATCH_BYTES within a
+large one), and advance the checkpoint only over acknowledged transactions: a transaction's boundary
+is queued behind the last batch holding any of its messages. DDL goes to
 partition 0 of the table's topic, one message per touched table; watermarks (TiDB extension) go to
 every partition of every topic seen.
 """
 
 import logging
-import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -20,9 +22,14 @@ from changefeed.model import CaptureEvent, Checkpoint, DDLEvent, RowChange, Tran
 from sink.base import Sink
 from sink.claim_check import FileClaimCheckStorage
 from sink.errors import SinkError
-from sink.message import Message
+from sink.message import Message, MessageBatch
 
 log = logging.getLogger(__name__)
+
+# A batch closes at each transaction commit (so the checkpoint never waits for a later transaction)
+# or at these bounds, which keep a huge transaction's pending messages small next to memory-quota.
+BATCH_MESSAGES = 500
+BATCH_BYTES = 1 << 20
 
 
 class MessageTooLargeForPolicy(ChangefeedError):
@@ -53,6 +60,7 @@ class Delivery:
         large_message_handle: str = "none",
         claim_check: FileClaimCheckStorage | None = None,
         on_failure: Callable[[], None] | None = None,
+        on_latency: Callable[[float], None] | None = None,
     ) -> None:
         if large_message_handle == "claim-check" and claim_check is None:
             raise ChangefeedError("large-message-handle=claim-check needs a claim-check storage")
@@ -68,10 +76,13 @@ class Delivery:
         # Called from the sink's thread on the first failed delivery, so a runner can stop a capture
         # that is waiting for new binlog events instead of noticing only at the next event.
         self.on_failure = on_failure
+        self.on_latency = on_latency  # send-to-acknowledgement seconds of each batch (metrics)
         self.tracker = MessageAckTracker(start)
         self.stats = DeliveryStats()
-        self._lock = threading.Lock()
         self._transactions = 0
+        self._pending: list[Message] = []  # encoded, not yet handed to the sink
+        self._pending_bytes = 0
+        self._pending_largest = 0
 
     def run(self, events: Iterable[CaptureEvent]) -> None:
         for event in events:
@@ -79,16 +90,28 @@ class Delivery:
             if error is not None:
                 raise error
             if isinstance(event, RowChange):
-                changes = [event] if self.output_raw_change_event else split_key_changing_update(event)
-                for change in changes:
-                    self._send_row(change)
+                if self.output_raw_change_event:
+                    self._send_row(event)
+                else:
+                    for change in split_key_changing_update(event):
+                        self._send_row(change)
+                if len(self._pending) >= BATCH_MESSAGES or self._pending_bytes >= BATCH_BYTES:
+                    self._flush()
             elif isinstance(event, DDLEvent):
+                # A DDL is a batch of its own, after every change before it (TiCDC writes DDL once the DML
+                # before it is flushed): the rows after it fill whole batches again.
+                self._flush()
                 self._send_ddl(event)
+                self._flush()
             elif isinstance(event, TransactionCommit):
+                # Sent before the boundary is queued: the checkpoint waits for this transaction's batch.
+                self._flush()
                 self.tracker.transaction_done(event.checkpoint)
                 self._transactions += 1
                 if self.watermark_every and self._transactions % self.watermark_every == 0:
                     self._send_watermarks(event.checkpoint.commit_ts)
+                    self._flush()
+        self._flush()
 
     def _send_row(self, change: RowChange) -> None:
         topic, partition = self.router.route(change, self.partitions_of)
@@ -135,21 +158,39 @@ class Delivery:
                 self._send(topic, partition, encoded)
 
     def _send(self, topic: str, partition: int, encoded: Encoded) -> None:
-        seq = self.tracker.sent()
+        """Queue one message for the next batch; its size is computed here, once."""
         message = Message(topic, partition, encoded.key, encoded.value)
+        size = message.size
+        self._pending.append(message)
+        self._pending_bytes += size
+        if size > self._pending_largest:
+            self._pending_largest = size
+        self.stats.messages += 1
+        self.stats.bytes += size  # counted here, per row, for the runner's per-table statistics
 
-        def on_ack(_message: Message, error: SinkError | None) -> None:
+    def _flush(self) -> None:
+        """Send the pending messages as one batch, acknowledged (and tracked) as one unit."""
+        if not self._pending:
+            return
+        batch = MessageBatch(self._pending, self._pending_bytes, self._pending_largest)
+        self._pending = []
+        self._pending_bytes = self._pending_largest = 0
+        seq = self.tracker.sent()
+        count = len(batch.messages)  # the callback must not keep the batch's messages alive until acked
+        sent_at = time.monotonic()
+
+        def on_ack(error: SinkError | None) -> None:
             if error is None:
                 self.tracker.acked(seq)
+                if self.on_latency is not None:
+                    self.on_latency(time.monotonic() - sent_at)
             else:
-                log.error("delivery to %s[%d] failed: %s", topic, partition, error)
+                log.error("delivery of a batch of %d messages failed: %s", count, error)
                 self.tracker.failed(error)
                 if self.on_failure is not None:
                     self.on_failure()
 
-        self.sink.send(message, on_ack)
-        self.stats.messages += 1
-        self.stats.bytes += message.size
+        self.sink.send_batch(batch, on_ack)
 
     @property
     def checkpoint(self) -> Checkpoint | None:

@@ -9,7 +9,8 @@
     ├── SchemaError                   (not retriable) a row cannot be matched to any known table schema
     ├── StoreError                    (not retriable) the schema history or checkpoint database is unusable
     ├── DDLParseError                 (not retriable) a DDL statement whose tables cannot be told
-    └── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
+    ├── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
+    └── PipelineMetricsError          (retriable)     the console could not read the pipeline's metrics
 
 The lifecycle layer turns a retriable error into the `warning` state (retry with backoff) and a
 non-retriable one into `failed`; the message always says what to change.
@@ -59,3 +60,10 @@ class SourceConnectionError(ChangefeedError):
 
 class DDLParseError(ChangefeedError):
     """A DDL statement whose tables or column changes cannot be told (capture would misattribute it)."""
+
+
+class PipelineMetricsError(ChangefeedError):
+    """The Spark pipeline's Prometheus endpoint (`--pipeline-metrics-url`) did not answer or did not
+    answer in the Prometheus text format; the console shows the message and tries again."""
+
+    retriable = True

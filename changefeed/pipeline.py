@@ -70,6 +70,7 @@ def build_delivery(
     output_raw_change_event: bool,
     watermark_every: int,
     on_failure: Callable[[], None],
+    on_latency: Callable[[float], None] | None = None,
 ) -> Delivery:
     """Encoder, router, partition counts and large-message policy around one attempt's sink."""
     storage = config.claim_check_storage_uri
@@ -94,6 +95,7 @@ def build_delivery(
         large_message_handle=config.large_message_handle,
         claim_check=claim_check,
         on_failure=on_failure,
+        on_latency=on_latency,
     )
 
 

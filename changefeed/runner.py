@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from changefeed.checkpoint import CheckpointStore
@@ -31,6 +31,7 @@ from changefeed.model import CaptureEvent, Checkpoint, Position, RowChange, Tran
 from changefeed.pipeline import build_delivery, effective_sink_config, run_cancellable
 from changefeed.source.capture import CaptureOptions, CaptureSource
 from changefeed.source.server import ConnectionSettings
+from changefeed.source.snapshot import SnapshotProgress
 from sink.errors import SinkError
 from sink.kafka import KafkaSink, TopicInfo, prepare_topic
 from sink.retry import Backoff, Cancellation
@@ -59,6 +60,7 @@ class ChangefeedSpec:
     delivery_timeout_ms: int = 30_000
     memory_quota: int = 64 * 1024 * 1024
     watermark_every: int = 0
+    on_delivery_latency: Callable[[float], None] | None = field(default=None, compare=False)
 
 
 class Changefeed:
@@ -72,6 +74,7 @@ class Changefeed:
         self.rows = 0
         self.ready_since: float | None = None  # monotonic time the current attempt reached source and sink
         self._tables: dict[str, dict[str, int]] = {}
+        self._snapshot: dict[str, SnapshotProgress] = {}
         self.topic_info: TopicInfo | None = None
         self._cancel = Cancellation()
         self._attempt_stop = threading.Event()  # ends the current attempt's capture
@@ -107,6 +110,20 @@ class Changefeed:
     def in_flight(self) -> int:
         delivery = self._delivery
         return delivery.tracker.in_flight if delivery is not None else 0
+
+    @property
+    def in_flight_bytes(self) -> int:
+        """Bytes sent but not yet acknowledged: the memory quota in use."""
+        with self._lock:
+            sink = self._sink
+        return sink.in_flight_bytes if sink is not None else 0
+
+    def snapshot_progress(self) -> tuple[SnapshotProgress, ...]:
+        """The latest snapshot progress of every table the snapshot has started (empty without one)."""
+        return tuple(self._snapshot.values())
+
+    def _on_snapshot_progress(self, progress: SnapshotProgress) -> None:
+        self._snapshot[str(progress.table)] = progress
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Cumulative {"schema.table": {"rows": n, "bytes": n}} over all attempts."""
@@ -193,8 +210,10 @@ class Changefeed:
         raw = spec.sink_options.output_raw_change_event if spec.sink_options is not None else False
         try:
             delivery = build_delivery(sink, self.config, info, spec.rules, start=start, output_raw_change_event=raw,
-                                      watermark_every=spec.watermark_every, on_failure=stop.set)
-            source = CaptureSource(spec.source, spec.capture, start=start, stop=stop)
+                                      watermark_every=spec.watermark_every, on_failure=stop.set,
+                                      on_latency=spec.on_delivery_latency)
+            source = CaptureSource(spec.source, spec.capture, start=start, stop=stop,
+                                   on_progress=self._on_snapshot_progress)
         except BaseException:
             sink.close()  # nothing was sent yet; the producer's thread must not outlive the attempt
             raise

@@ -40,6 +40,7 @@ CHANGEFEED_ID = "shop"
 TOPIC = "shop"
 CHANGEFEED_CONFIG = Path(__file__).parent / "changefeeds" / "quickstart.yaml"
 CATCH_UP_TIMEOUT_S = 600
+STATS_SETTLE_S = 10.0  # how long the final table may wait for the statistics to count every change
 
 
 def sink_uri(bootstrap: str, replication_factor: int = 3) -> str:
@@ -73,20 +74,38 @@ def create_changefeed(console: Console, cdc: ChangefeedServer, server: MySQLServ
     for line in warnings.splitlines():
         console.step(f"[yellow]{escape(line)}[/]")  # text from the server, not markup
     console.step(f"changefeed [bold]{detail['id']}[/] is {detail['state']}, checkpoint {detail['checkpoint']}")
-
-
-def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int]) -> dict[str, Any]:
-    """Poll `changefeed statistics`/`query` until the checkpoint reaches the binlog end; show progress."""
+    # Its snapshot first (snapshot-mode initial; a position once it is acknowledged), so the workload's every
+    # change goes through the binlog and the final table's delivered rows are the workload's changes. Without
+    # this wait a late snapshot could copy the finished tables instead (fewer rows delivered, Delta as equal).
     deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    while not (cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")[0].get("checkpoint") or {}).get("file"):
+        if time.monotonic() > deadline:
+            raise click.ClickException(f"the changefeed's snapshot did not finish in {CATCH_UP_TIMEOUT_S} s")
+        time.sleep(0.5)
+    console.step("changefeed snapshot done: the workload's changes follow through the binlog")
+
+
+def wait_caught_up(console: Console, cdc: ChangefeedServer, end: tuple[str, int], changes: int) -> dict[str, Any]:
+    """Poll `changefeed query`/`statistics` until the checkpoint reaches the binlog end and the per-table
+    statistics count the workload's `changes`; show progress.
+
+    `query` comes first: the server stores a changefeed's statistics with its checkpoint, so statistics
+    read after a checkpoint at the end count every row up to it; the final table still waits a few seconds
+    at most for the count, so the first screen a user reads is right."""
+    deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+    settle_until: float | None = None
     with Live(console=console.rich, refresh_per_second=2, transient=False) as live:
         while True:
-            stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
             detail, _ = cdc.cli("query", "-c", CHANGEFEED_ID, "--simple")
+            stats, _ = cdc.cli("statistics", "-c", CHANGEFEED_ID)
             live.update(caught_up_view(stats, detail, end))
             if detail["state"] in ("failed", "finished"):
                 raise click.ClickException(f"the changefeed is {detail['state']}: {detail['error']}")
             if reached(detail, end):
-                break
+                counted = sum(int(t.get("rows", 0)) for t in stats.get("tables", {}).values())
+                settle_until = settle_until or time.monotonic() + STATS_SETTLE_S
+                if counted >= changes or time.monotonic() > settle_until:
+                    break
             if time.monotonic() > deadline:
                 raise click.ClickException(f"the changefeed did not reach {end} in {CATCH_UP_TIMEOUT_S} s")
             time.sleep(1)
@@ -170,7 +189,7 @@ def run_main_job(server: MySQLServer, spark: Any, rows: int, workdir: Path, foll
         end = binlog_end(server)
         console.step(f"workload done: {workload.changes} row changes; binlog ends at {end[0]}:{end[1]}")
         try:
-            stats = wait_caught_up(console, cdc, end)
+            stats = wait_caught_up(console, cdc, end, workload.changes)
         except BaseException:
             if query is not None:
                 query.stop()

@@ -128,43 +128,71 @@ def _find_binary(*names: str) -> str:
     )
 
 
-@contextlib.contextmanager
-def _local_mariadb() -> Iterator[MySQLServer]:
-    mariadbd = _find_binary("mariadbd", "mysqld")
-    install_db = _find_binary("mariadb-install-db", "mysql_install_db")
-    workdir = Path(tempfile.mkdtemp(prefix="lakefeed-mariadb-"))
-    datadir, socket_path, log = workdir / "data", workdir / "mysqld.sock", workdir / "error.log"
-    port = free_port()
-    user_args = ["--user=root"] if os.geteuid() == 0 else []
-    init = subprocess.run(
-        [install_db, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", *user_args],
-        capture_output=True, text=True, timeout=120,
-    )
-    if init.returncode != 0:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise ServiceError(f"mariadb-install-db failed ({init.returncode}): {init.stderr[-2000:]}")
-    process = subprocess.Popen(
-        [mariadbd, "--no-defaults", f"--datadir={datadir}", f"--socket={socket_path}", f"--port={port}",
-         "--bind-address=127.0.0.1", f"--log-error={log}", "--skip-name-resolve",
-         "--innodb-buffer-pool-size=256M", "--innodb-flush-log-at-trx-commit=2", "--max-connections=500",
-         f"--log-bin={datadir}/binlog", *BINLOG_SETTINGS[1:], *user_args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    root = MySQLServer("127.0.0.1", port, "root", "", "mariadb")
-    try:
-        wait_until(lambda: _answers(root), timeout=60, what=f"mariadbd on port {port} (log: {log})",
+class LocalMariaDB:
+    """A private MariaDB with row binlog under a temporary directory, on a free port of 127.0.0.1; it can be
+    killed -9 and started again on the same data directory and port (crash recovery, as after a power loss
+    or an OOM kill), so tests can restart the source under a running changefeed."""
+
+    def __init__(self) -> None:
+        self.mariadbd = _find_binary("mariadbd", "mysqld")
+        install_db = _find_binary("mariadb-install-db", "mysql_install_db")
+        self.workdir = Path(tempfile.mkdtemp(prefix="lakefeed-mariadb-"))
+        self.datadir, self.log = self.workdir / "data", self.workdir / "error.log"
+        self.port = free_port()
+        self.user_args = ["--user=root"] if os.geteuid() == 0 else []
+        init = subprocess.run(
+            [install_db, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
+             "--skip-test-db", *self.user_args],
+            capture_output=True, text=True, timeout=120,
+        )
+        if init.returncode != 0:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise ServiceError(f"mariadb-install-db failed ({init.returncode}): {init.stderr[-2000:]}")
+        self.process: subprocess.Popen[bytes] | None = None
+        self.server = MySQLServer("127.0.0.1", self.port, REPLICATION_USER, REPLICATION_PASSWORD, "mariadb")
+
+    def start(self) -> MySQLServer:
+        self.process = subprocess.Popen(
+            [self.mariadbd, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.workdir / 'mysqld.sock'}",
+             f"--port={self.port}", "--bind-address=127.0.0.1", f"--log-error={self.log}", "--skip-name-resolve",
+             "--innodb-buffer-pool-size=256M", "--innodb-flush-log-at-trx-commit=2", "--max-connections=500",
+             f"--log-bin={self.datadir}/binlog", *BINLOG_SETTINGS[1:], *self.user_args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        root = MySQLServer("127.0.0.1", self.port, "root", "", "mariadb")
+        process = self.process
+        wait_until(lambda: _answers(root), timeout=120, what=f"mariadbd on port {self.port} (log: {self.log})",
                    alive=lambda: process.poll() is None)
         _create_replication_user(root)
-        yield MySQLServer("127.0.0.1", port, REPLICATION_USER, REPLICATION_PASSWORD, "mariadb")
+        return self.server
+
+    def kill(self) -> None:
+        """kill -9: what is committed survives (InnoDB redo and the binlog are recovered at the next start)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _local_mariadb() -> Iterator[MySQLServer]:
+    database = LocalMariaDB()
+    try:
+        yield database.start()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+        database.close()
 
 
 def _answers(server: MySQLServer) -> bool:

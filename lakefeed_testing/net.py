@@ -1,18 +1,41 @@
 """Loopback helpers: free ports and waiting for a listener."""
 
+import random
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from lakefeed_testing.errors import ServiceError
 
+_LOWEST = 10_000
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux default 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that nothing uses right now, below the kernel's ephemeral range.
+
+    Services are often stopped and started again on the same port (a killed broker node, a restarted
+    server); a port from the ephemeral range can meanwhile become the source port of some client's
+    connection, and the restart then fails with EADDRINUSE. Ports below that range are never handed out
+    to outgoing connections."""
+    return free_port_block(1)
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -39,16 +62,11 @@ def wait_until(
 
 
 def free_port_block(count: int) -> int:
-    """The first of `count` consecutive free ports on 127.0.0.1 (dev-cluster's port layout needs a block)."""
-    for _ in range(50):
-        base = free_port()
-        if base + count >= 65535:
-            continue
-        try:
-            for port in range(base, base + count):
-                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise ServiceError(f"no {count} consecutive free ports on 127.0.0.1", retriable=True)
+    """The first of `count` consecutive free ports on 127.0.0.1 (dev-cluster's port layout needs a block),
+    below the kernel's ephemeral range (see free_port)."""
+    high = _ephemeral_low() - count
+    for _ in range(200):
+        base = random.randrange(_LOWEST, max(high, _LOWEST + 1))
+        if all(_bindable(port) for port in range(base, base + count)):
+            return base
+    raise ServiceError(f"no {count} consecutive free ports on 127.0.0.1 below {high + count}", retriable=True)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.processes import stop_process
 
 # Small enough that oversized-row tests stay small; the sink URIs below say the same limit.
 MESSAGE_MAX_BYTES = 200_000
@@ -49,9 +50,4 @@ class OwnBroker:
         process, self.process = self.process, None
         if process is None:
             return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)

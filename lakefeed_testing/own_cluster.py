@@ -16,10 +16,13 @@ from lakefeed_testing.errors import ServiceError
 from lakefeed_testing.net import free_port_block, wait_until
 
 
-def wait_cluster_formed(cluster: DevCluster, count: int | None = None, timeout: float = 30) -> None:
-    """Until Metadata asked of the whole cluster lists `count` (default: every) node as a broker."""
+def wait_cluster_formed(
+    cluster: DevCluster, count: int | None = None, timeout: float = 30, client: dict[str, str] | None = None
+) -> None:
+    """Until Metadata asked of the whole cluster lists `count` (default: every) node as a broker; `client` adds
+    client settings (security.protocol, ssl.*) for a cluster whose first listener is not PLAINTEXT."""
     want = cluster.nodes if count is None else count
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
+    admin = AdminClient({**(client or {}), "bootstrap.servers": cluster.bootstrap_servers()})
     seen: list[int] = []
 
     def formed() -> bool:
@@ -38,12 +41,17 @@ def wait_cluster_formed(cluster: DevCluster, count: int | None = None, timeout: 
 
 @contextlib.contextmanager
 def own_cluster(
-    root: Path, nodes: int = 3, settings: dict[str, str] | None = None, timeout: float = 30
+    root: Path, nodes: int = 3, settings: dict[str, str] | None = None, timeout: float = 30,
+    listener_names: tuple[str, ...] = ("PLAINTEXT",), client: dict[str, str] | None = None,
 ) -> Iterator[DevCluster]:
-    cluster = DevCluster(nodes, root, free_port_block(2 * nodes), settings=settings)
+    """`listener_names` and `client`: see DevCluster and wait_cluster_formed."""
+    listeners = len(listener_names)
+    base = free_port_block((2 + listeners) * nodes)  # Kafka, controller and metrics ports (dev-cluster's layout)
+    cluster = DevCluster(nodes, root, base, settings=settings, metrics_port=base + (1 + listeners) * nodes,
+                         listener_names=listener_names)
     cluster.start()
     try:
-        wait_cluster_formed(cluster, timeout=timeout)
+        wait_cluster_formed(cluster, timeout=timeout, client=client)
         yield cluster
     finally:
         cluster.stop()

@@ -1,15 +1,8 @@
-"""Where downloaded jars and caches live: outside the repo, shared by every run on the machine."""
+"""Where downloaded jars and caches live: outside the repo, shared by every run on the machine.
 
-import os
-from pathlib import Path
+The pipeline's own jar cache (spark_pipelines/packages.py) is the root: one `$LAKEFEED_CACHE` for the
+product and the test services."""
 
+from spark_pipelines.packages import cache_dir, ivy_dir
 
-def cache_dir() -> Path:
-    """`$LAKEFEED_CACHE`, else `~/.cache/lakefeed`. Survives clean clones, so CI runs warm."""
-    root = Path(os.environ.get("LAKEFEED_CACHE", Path.home() / ".cache" / "lakefeed"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def ivy_dir() -> Path:
-    return cache_dir() / "ivy"
+__all__ = ["cache_dir", "ivy_dir"]

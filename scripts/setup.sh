@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One idempotent setup for both README commands: system packages, .venv with the project and its
-# dev extras, and warm jar caches (Kafka via Maven in ~/.m2, Delta + Kafka source via Ivy) under
+# dev extras, and warm jar caches (Kafka and Flink via Maven, Delta + Kafka source via Ivy) under
 # ${LAKEFEED_CACHE:-~/.cache/lakefeed}. A second run does nothing that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,9 @@ missing=()
 command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+# the console's browser test (tests/changefeed/lifecycle/test_console_browser.py) drives Debian's Chromium
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
   missing+=(openjdk-17-jdk-headless)
 fi
@@ -43,6 +46,14 @@ cache="${LAKEFEED_CACHE:-$HOME/.cache/lakefeed}"
 mkdir -p "$cache"
 warm_key=$(cat pyproject.toml lakefeed_testing/kafka_reference/pom.xml lakefeed_testing/flink_canal/pom.xml \
   lakefeed_testing/spark.py | sha256sum | cut -c1-16)
+# Setups before this one ran Maven with ~/.m2 as its local repository and left a bare jsr305 .pom there;
+# Spark's default Ivy chain (used by the `spark-pipelines` Connect server) looks in ~/.m2 first, finds the
+# .pom without its jar and fails. Maven now uses "$cache/m2" (lakefeed_testing/maven.py); drop that one
+# incomplete artifact (Maven fetches it again whenever a project of yours needs it).
+m2_jsr305="$HOME/.m2/repository/com/google/code/findbugs/jsr305/3.0.2"
+if [ -e "$m2_jsr305/jsr305-3.0.2.pom" ] && [ ! -e "$m2_jsr305/jsr305-3.0.2.jar" ]; then
+  rm -rf "$m2_jsr305"
+fi
 if [ ! -e "$cache/warm-$warm_key" ]; then
   say "warming jar caches in $cache (first run downloads from Maven Central)"
   .venv/bin/python -m lakefeed_testing.warm

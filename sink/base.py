@@ -1,19 +1,21 @@
-"""The interface every sink implements: asynchronous send with per-message acknowledgement."""
+"""The interface every sink implements: asynchronous send of message batches, one acknowledgement each."""
 
 from collections.abc import Callable
 from typing import Protocol
 
 from sink.errors import SinkError
-from sink.message import Message
+from sink.message import MessageBatch
 
-# Called once per message, from the sink's delivery thread: error is None when the broker
-# acknowledged it (per required-acks), else the SinkError saying why not.
-AckCallback = Callable[[Message, SinkError | None], None]
+# Called from the sink's delivery thread (or the sending thread while it serves reports): with the
+# first SinkError as soon as any message of the batch fails, else once with None when the broker has
+# acknowledged every message of the batch (per required-acks). Never called twice with None.
+BatchCallback = Callable[[SinkError | None], None]
 
 
 class Sink(Protocol):
-    def send(self, message: Message, on_ack: AckCallback) -> None:
-        """Queue one message; blocks while the in-flight memory quota is used up (or until closed)."""
+    def send_batch(self, batch: MessageBatch, on_ack: BatchCallback) -> None:
+        """Queue the batch's messages in order; blocks while the in-flight memory quota is used up
+        (or until closed)."""
         ...
 
     def flush(self, timeout: float) -> int:

@@ -5,11 +5,13 @@
 Parameter names and defaults follow TiCDC's Kafka sink, so existing URIs keep working.
 """
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from lakefeed_common.secrets import SecretUnavailable, read_secret
 from sink.errors import SinkConfigError
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -67,6 +69,9 @@ class KafkaSinkConfig:
             "client.id": self.kafka_client_id,
             "socket.connection.setup.timeout.ms": self.dial_timeout_ms,
             "socket.timeout.ms": max(self.read_timeout_ms, self.write_timeout_ms),
+            # librdkafka's log lines go to this Python logger (served by the clients' poll) instead of
+            # raw `%3|...` lines on stderr, so they share the process's log format (lakefeed_common.logs).
+            "logger": logging.getLogger("librdkafka"),
         }
         tls = self.enable_tls or any((self.ca, self.cert, self.key))
         if self.sasl_mechanism:
@@ -168,10 +173,28 @@ PARAMETERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "insecure-skip-verify": ("insecure_skip_verify", _bool),
     "sasl-user": ("sasl_user", _text),
     "sasl-password": ("sasl_password", _text),
+    "sasl-password-file": ("sasl_password_file", _text),
+    "sasl-password-env": ("sasl_password_env", _text),
     "sasl-mechanism": ("sasl_mechanism", _choice(SASL_MECHANISMS, str.upper)),
     "large-message-handle-option": ("large_message_handle", _choice(LARGE_MESSAGE_HANDLES)),
     "claim-check-storage-uri": ("claim_check_storage_uri", _text),
 }
+
+
+def _password_from_secret(values: dict[str, Any]) -> None:
+    """`sasl-password-file`/`sasl-password-env` keep the SASL password out of the stored sink URI; read where the
+    URI is parsed (the changefeed server, at create and at each start), lakefeed_common/secrets.py."""
+    given = [name for name in ("sasl_password", "sasl_password_file", "sasl_password_env") if name in values]
+    if len(given) > 1:
+        raise SinkConfigError("sink URI: give the SASL password one way: sasl-password, sasl-password-file or "
+                              f"sasl-password-env (got {', '.join(n.replace('_', '-') for n in given)})")
+    for name, kind in (("sasl_password_file", "file"), ("sasl_password_env", "env")):
+        where = values.pop(name, None)
+        if where is not None:
+            try:
+                values["sasl_password"] = read_secret(kind, where)
+            except SecretUnavailable as exc:
+                raise SinkConfigError(f"sink URI {name.replace('_', '-')}={where}: {exc}") from exc
 
 
 def parse_sink_uri(uri: str) -> KafkaSinkConfig:
@@ -199,6 +222,7 @@ def parse_sink_uri(uri: str) -> KafkaSinkConfig:
             raise SinkConfigError(f"sink URI parameter {name!r} is given {len(raws)} times")
         field_name, parser = PARAMETERS[name]
         values[field_name] = parser(name, raws[0])
+    _password_from_secret(values)
     if ("sasl_user" in values or "sasl_password" in values) and "sasl_mechanism" not in values:
         values["sasl_mechanism"] = "PLAIN"
     if values.get("large_message_handle") == "claim-check" and not values.get("claim_check_storage_uri"):

@@ -1,11 +1,11 @@
 """The `spark-pipeline` command line."""
 
-import logging
 import sys
 from pathlib import Path
 
 import click
 
+from lakefeed_common.logs import LOG_FORMATS
 from spark_pipelines.config import load_config
 from spark_pipelines.errors import PipelineError
 
@@ -18,34 +18,37 @@ def main() -> None:
 
 @main.command()
 @click.option("--config", "config_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Pipeline YAML (source, target, checkpoint, trigger).")
+              help="Pipeline YAML (source, target, checkpoint, trigger, spark.conf).")
 @click.option("--once", is_flag=True, help="Apply what the topics hold now, then stop (availableNow).")
 @click.option("--master", default=None, help="Spark master when not under spark-submit (default local[2]).")
-def run(config_file: Path, once: bool, master: str | None) -> None:
+@click.option("--progress", "live", is_flag=True, help="Keep a live status line on stderr, rewritten in place.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve Prometheus metrics on this port (/metrics).")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address the metrics port binds.")
+@click.option("--log-format", type=click.Choice(LOG_FORMATS), default="text", show_default=True,
+              help="Log lines on stderr as text or JSON objects.")
+@click.option("--verbose", is_flag=True, help="Full traces, Spark's INFO lines and the jar resolution report.")
+def run(config_file: Path, once: bool, master: str | None, live: bool, metrics_port: int | None, metrics_host: str,
+        log_format: str, verbose: bool) -> None:
     """Keep one Delta table per MySQL table equal to it, from the changefeed's topics.
+
+    Prints one line per micro-batch: rows applied per table, offsets behind per topic, duration and
+    freshness (now minus the commit time of the newest change applied).
 
     Exit codes: 0 done (with --once) or stopped, 2 bad config, 1 the query failed.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from spark_pipelines.logs import configure
+
+    configure(log_format, verbose=verbose)
     try:
         config = load_config(config_file)
     except PipelineError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    from spark_pipelines.io.kafka import read_stream
-    from spark_pipelines.jobs.apply import start_query
-    from spark_pipelines.session import get_or_build_session
+    from spark_pipelines.runner import run_pipeline
 
-    spark = get_or_build_session(master=master)
-    spark.sparkContext.setLogLevel("WARN")
-    query = start_query(spark, read_stream(spark, config.source), config, once=once)
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        query.stop()
-    except Exception as exc:
-        click.echo(f"error: the pipeline stopped: {str(exc).splitlines()[0]}", err=True)
-        sys.exit(1)
+    sys.exit(run_pipeline(config, once=once, master=master, live=live, metrics_port=metrics_port,
+                          metrics_host=metrics_host, verbose=verbose))
 
 
 @main.command()
@@ -88,8 +91,12 @@ def verify(config_file: Path, source_uri: str, tables: tuple[str, ...], chunk_si
         sys.exit(2)
     from spark_pipelines.session import get_or_build_session
 
-    spark = get_or_build_session(master=master)
-    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark = get_or_build_session(dict(config.spark_conf), master=master,
+                                     needs_warehouse=config.catalog_target is not None)
+    except PipelineError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     if config.catalog_target is not None:
         from spark_pipelines.io.catalog import resolve_locations
 

@@ -27,13 +27,19 @@
     trigger:
       available_now: true           # or processing_time: "10 seconds"
     source_time_zone: UTC
+    spark:
+      conf: {spark.sql.warehouse.dir: /data/warehouse}   # Spark settings (spark_pipelines/session.py)
 
-Every error names the key path, the bad value and what is allowed.
+with, under source, `options:` passed to Spark's Kafka source as they are (`kafka.security.protocol`,
+`kafka.ssl.*`, `kafka.sasl.*`, other `kafka.*` client settings, and the source's own options).
+
+Every error names the key path, the bad value and what is allowed, before Spark starts.
 """
 
 from __future__ import annotations
 
 import re
+import zoneinfo
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -47,6 +53,28 @@ STARTING_OFFSETS = ("earliest", "latest")
 DROP_POLICIES = ("tombstone", "ignore")
 RENAME_POLICIES = ("follow", "ignore")
 _QUALIFIED = re.compile(r"^[^.\s/]+\.[^.\s/]+$")
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
+# Trigger.ProcessingTime takes an interval string (Spark's CalendarInterval syntax): "10 seconds",
+# "1 minute 30 seconds", optionally after "interval". Months and years are refused there too.
+_INTERVAL_UNIT = r"(?:milliseconds?|ms|seconds?|secs?|minutes?|mins?|hours?|days?|weeks?)"
+_INTERVAL = re.compile(rf"^\s*(?:interval\s+)?\d+\s*{_INTERVAL_UNIT}(?:\s+\d+\s*{_INTERVAL_UNIT})*\s*$",
+                       re.IGNORECASE)
+_OFFSET_ZONE = re.compile(r"^[+-](0\d|1[0-8]):[0-5]\d$")
+# Options the pipeline sets on the Kafka source itself; `kafka.*` options Spark's Kafka source refuses
+# ("Structured Streaming + Kafka Integration Guide", "Kafka Specific Configurations").
+_OWN_SOURCE_OPTIONS = {
+    "kafka.bootstrap.servers": "source.bootstrap_servers", "subscribe": "source.topics",
+    "subscribepattern": "source.topic_pattern", "assign": "source.topics", "startingoffsets":
+    "source.starting_offsets", "maxoffsetspertrigger": "source.max_offsets_per_trigger",
+    "failondataloss": "nothing: the pipeline always stops rather than skip lost records",
+}
+_REFUSED_KAFKA = ("kafka.group.id", "kafka.auto.offset.reset", "kafka.key.deserializer",
+                  "kafka.value.deserializer", "kafka.key.serializer", "kafka.value.serializer",
+                  "kafka.enable.auto.commit", "kafka.interceptor.classes")
+# The Kafka source's own options that are not `kafka.*` client settings (same guide, "Reading Data").
+_SOURCE_OPTIONS = {"startingtimestamp", "startingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
+                   "kafkaconsumer.polltimeoutms", "fetchoffset.numretries", "fetchoffset.retryintervalms",
+                   "minoffsetspertrigger", "maxtriggerdelay", "minpartitions", "groupidprefix", "includeheaders"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +84,13 @@ class SourceConfig:
     topic_pattern: str | None = None
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None  # bounds a micro-batch (and a catch-up's memory)
+    options: tuple[tuple[str, str], ...] = ()  # passed to Spark's Kafka source: TLS, SASL, client settings
+
+    def described(self) -> str:
+        """What the source reads, for messages: "topic shop", "topics a, b", "topics matching shop-.*"."""
+        if self.topic_pattern:
+            return f"topics matching {self.topic_pattern}"
+        return ("topic " if len(self.topics) == 1 else "topics ") + ", ".join(self.topics)
 
 
 @dataclass(frozen=True)
@@ -113,6 +148,7 @@ class PipelineConfig:
     catalog_target: CatalogTarget | None = None
     # Catalog targets: each target database's location, looked up when the job starts (io/catalog.py).
     locations: tuple[tuple[str, str], ...] = ()
+    spark_conf: tuple[tuple[str, str], ...] = ()  # `spark.conf`: settings for the session (session.py)
 
     def target_name(self, database: str, table: str) -> tuple[str, str]:
         """The Delta table's (database, table); a catalog target puts every table into its one
@@ -192,19 +228,112 @@ def _unknown(data: dict[str, Any], allowed: set[str], path: str) -> None:
 
 def _source(data: dict[str, Any]) -> SourceConfig:
     source = _section(data, "source", "")
-    _unknown(source, {"bootstrap_servers", "topics", "topic_pattern", "starting_offsets", "max_offsets_per_trigger"},
-             "source.")
+    _unknown(source, {"bootstrap_servers", "topics", "topic_pattern", "starting_offsets", "max_offsets_per_trigger",
+                      "options"}, "source.")
     topics = source.get("topics", [])
     if not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics):
         raise ConfigError(f"source.topics: expected a list of topic names, got {topics!r}")
     pattern = source.get("topic_pattern")
     if bool(topics) == bool(pattern):
         raise ConfigError("source: set exactly one of topics (a list) or topic_pattern (a regex)")
+    if pattern is not None:
+        _regex(pattern)
     return SourceConfig(
-        _text(source, "bootstrap_servers", "source."), tuple(topics), pattern,
+        _servers(_text(source, "bootstrap_servers", "source.")), tuple(topics), pattern,
         _choice(source, "starting_offsets", "source.", STARTING_OFFSETS),
         _count(source, "max_offsets_per_trigger", "source.", 1, None),
+        _source_options(source.get("options")),
     )
+
+
+def _servers(value: str) -> str:
+    for server in value.split(","):
+        match = _HOST_PORT.match(server.strip())
+        if match is None or not 0 < int(match.group(2)) < 65536:
+            raise ConfigError(f"source.bootstrap_servers: {server.strip()!r} is not host:port; write "
+                              "'host:port[,host:port...]', for example '127.0.0.1:9092'")
+    return value
+
+
+def _regex(pattern: object) -> None:
+    """Spark's subscribePattern is a java.util.regex pattern; Python's syntax refuses the same mistakes
+    (unbalanced brackets and parentheses, a dangling quantifier)."""
+    if not isinstance(pattern, str):
+        raise ConfigError(f"source.topic_pattern: expected a regular expression string, got {pattern!r}")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"source.topic_pattern: {pattern!r} is not a valid regular expression ({exc}); "
+                          "for example 'cdc-.*'") from None
+
+
+def _scalar_map(value: object, path: str, example: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{path}: expected a mapping of setting names to values, for example {example}; "
+                          f"got {value!r}")
+    out = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            item = "true" if item else "false"  # YAML true -> Spark's and Kafka's spelling
+        if not isinstance(item, (str, int, float)):
+            raise ConfigError(f"{path}.{key}: expected a string or number, got {item!r}")
+        out[key] = str(item)
+    return out
+
+
+def _source_options(value: object) -> tuple[tuple[str, str], ...]:
+    options = _scalar_map(value, "source.options", "{kafka.security.protocol: SSL}")
+    for key in options:
+        path = f"source.options.{key}"
+        if key.lower() in _OWN_SOURCE_OPTIONS:
+            raise ConfigError(f"{path}: the pipeline sets this itself; use {_OWN_SOURCE_OPTIONS[key.lower()]}")
+        if key in _REFUSED_KAFKA:
+            raise ConfigError(f"{path}: Spark's Kafka source does not accept it (it manages consumer groups, "
+                              "offsets and deserialization itself); remove it")
+        if not key.startswith("kafka.") and key.lower() not in _SOURCE_OPTIONS:
+            raise ConfigError(f"{path}: not a Kafka source option; Kafka client settings take the 'kafka.' "
+                              "prefix (kafka.security.protocol, kafka.ssl.truststore.location, "
+                              "kafka.sasl.jaas.config, ...)")
+    return tuple(sorted(options.items()))
+
+
+def _spark(data: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    section = _section(data, "spark", "", required=False)
+    _unknown(section, {"conf"}, "spark.")
+    conf = _scalar_map(section.get("conf"), "spark.conf", "{spark.sql.warehouse.dir: /data/warehouse}")
+    for key in conf:
+        if not key.startswith("spark."):
+            raise ConfigError(f"spark.conf.{key}: Spark settings start with 'spark.' (Hadoop ones with "
+                              "'spark.hadoop.'); fix the name")
+    return tuple(sorted(conf.items()))
+
+
+def _trigger(data: dict[str, Any]) -> str | None:
+    trigger = _section(data, "trigger", "", required=False) or {"available_now": True}
+    _unknown(trigger, {"available_now", "processing_time"}, "trigger.")
+    if ("processing_time" in trigger) == bool(trigger.get("available_now")):
+        raise ConfigError("trigger: set exactly one of available_now: true or processing_time: '<n> seconds'")
+    interval = trigger.get("processing_time")
+    if interval is not None and (not isinstance(interval, str) or not _INTERVAL.match(interval)):
+        raise ConfigError(f"trigger.processing_time: {interval!r} is not an interval; write it as '<n> seconds' "
+                          "(or milliseconds, minutes, hours), for example '10 seconds'")
+    return interval
+
+
+def _time_zone(data: dict[str, Any]) -> str:
+    """A zone the source's TIMESTAMP text is read in: an IANA region (the tz database, as Java's ZoneId
+    and Python's zoneinfo know it), UTC, or a fixed offset such as +08:00."""
+    name = _text(data, "source_time_zone", "", "UTC")
+    if _OFFSET_ZONE.match(name):
+        return name
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"source_time_zone: {name!r} is not a time zone; use an IANA name such as 'UTC' or "
+                          "'Asia/Shanghai', or an offset such as '+08:00'") from None
+    return name
 
 
 def _tables(data: dict[str, Any]) -> TableRules:
@@ -244,7 +373,8 @@ def _maintenance(data: dict[str, Any]) -> Maintenance:
 def parse_config(data: Any) -> PipelineConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"the config must be a YAML mapping, got {type(data).__name__}")
-    _unknown(data, {"source", "target", "tables", "maintenance", "checkpoint", "trigger", "source_time_zone"}, "")
+    _unknown(data, {"source", "target", "tables", "maintenance", "checkpoint", "trigger", "source_time_zone",
+                    "spark"}, "")
     source = _source(data)
     target = _section(data, "target", "")
     _unknown(target, {"path", "catalog", "database", "scd_type", "on_drop_table", "on_rename_table"}, "target.")
@@ -257,23 +387,21 @@ def parse_config(data: Any) -> PipelineConfig:
     if "database" in target:
         catalog_target = CatalogTarget(_text(target, "catalog", "target.", "spark_catalog"),
                                        _text(target, "database", "target."))
-    trigger = _section(data, "trigger", "", required=False) or {"available_now": True}
-    _unknown(trigger, {"available_now", "processing_time"}, "trigger.")
-    if ("processing_time" in trigger) == bool(trigger.get("available_now")):
-        raise ConfigError("trigger: set exactly one of available_now: true or processing_time: '<n> seconds'")
+    processing_time = _trigger(data)
     return PipelineConfig(
         source=source,
         target_path=_text(target, "path", "target.") if catalog_target is None else None,
         checkpoint=_text(data, "checkpoint", ""),
-        available_now=bool(trigger.get("available_now")),
-        processing_time=trigger.get("processing_time"),
-        source_time_zone=_text(data, "source_time_zone", "", "UTC"),
+        available_now=processing_time is None,
+        processing_time=processing_time,
+        source_time_zone=_time_zone(data),
         scd_type=_choice(target, "scd_type", "target.", (1, 2)),
         on_drop_table=_choice(target, "on_drop_table", "target.", DROP_POLICIES),
         on_rename_table=_choice(target, "on_rename_table", "target.", RENAME_POLICIES),
         tables=_tables(data),
         maintenance=_maintenance(data),
         catalog_target=catalog_target,
+        spark_conf=_spark(data),
     )
 
 

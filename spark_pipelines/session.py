@@ -1,19 +1,97 @@
 """The SparkSession the pipeline runs on.
 
-Under `spark-submit` (a cluster) the session already exists with its packages; locally we build one
-with Delta and Spark's Kafka source resolved from Maven Central into the persistent Ivy cache, the
-same way the tests do (lakefeed_testing.spark holds the offline-friendly Ivy settings).
+Three cases, in order (Spark's own rule: an application's conf comes from `spark-submit` and
+`spark-defaults.conf`, and `SparkSession.builder.getOrCreate()` returns the running session, see the
+pyspark `SparkSession.Builder.getOrCreate` docs):
+
+- a session is already active (a notebook, `spark_pipelines/submit.py` under `spark-submit`), or the
+  driver JVM was started by `spark-submit` (`PYSPARK_GATEWAY_PORT` is set): that session is used as it
+  is. `spark.conf` from the YAML only fills what `spark-submit` left unset and only runtime settings
+  (static ones, such as `spark.driver.memory`, cannot change in a running JVM: a warning names them);
+- otherwise we start one: Delta and the Kafka source (spark_pipelines/packages.py), then the YAML's
+  `spark.conf`, which wins over our defaults. Nothing goes to a temporary directory: the warehouse is
+  whatever `spark.sql.warehouse.dir` says, and a catalog target without one is refused (a table
+  registered in a throw-away warehouse would be lost by the next run).
+
+The driver JVM we start writes Ivy's resolution report and log4j lines to a pipe that
+spark_pipelines/jvm_output.py turns into Python log records, so `--log-format` covers them too.
 """
 
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 
+from spark_pipelines.errors import ConfigError
+from spark_pipelines.packages import package_conf
 
-def get_or_build_session(app_name: str = "lakefeed-pipeline", master: str | None = None) -> Any:
+log = logging.getLogger(__name__)
+WAREHOUSE = "spark.sql.warehouse.dir"
+# Our defaults for a session we start; the YAML's spark.conf overrides each one.
+LOCAL_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",  # the transforms read canal-JSON times in source_time_zone
+    "spark.ui.showConsoleProgress": "false",  # the progress bar garbles the one line per micro-batch
+}
+
+
+def under_spark_submit() -> bool:
+    """Whether `spark-submit` (or `pyspark`) started the driver JVM this Python process talks to."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_or_build_session(conf: Mapping[str, str] | None = None, *, master: str | None = None,
+                         app_name: str = "lakefeed-pipeline", needs_warehouse: bool = False) -> Any:
+    """The session to run on (module docstring). `needs_warehouse`: a catalog target will create
+    databases and tables under the warehouse, so a session we start must have one configured."""
     from pyspark.sql import SparkSession
 
+    conf = dict(conf or {})
     active = SparkSession.getActiveSession()
+    if active is None and under_spark_submit():
+        active = SparkSession.builder.appName(app_name).getOrCreate()
     if active is not None:
+        _fill_runtime_conf(active, conf)
         return active
-    from lakefeed_testing.spark import build_spark_session
+    if needs_warehouse and WAREHOUSE not in conf:
+        raise ConfigError(f"target.database: a catalog target keeps its tables under the warehouse; set "
+                          f"spark.conf.{WAREHOUSE} to a persistent directory (or run under spark-submit with it)")
+    return _start(conf, master or "local[2]", app_name)
 
-    return build_spark_session(app_name, master or "local[2]")
+
+def _fill_runtime_conf(spark: Any, conf: Mapping[str, str]) -> None:
+    given = spark.sparkContext.getConf()
+    for key, value in conf.items():
+        if given.contains(key):
+            log.info("spark.conf.%s: kept the running session's value %r", key, given.get(key))
+        elif spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+        else:
+            log.warning("spark.conf.%s: ignored, the session is already running; give it to spark-submit as "
+                        "--conf %s=%s", key, key, value)
+
+
+def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
+
+    from spark_pipelines.jvm_output import JvmOutput
+
+    if master.startswith("local"):
+        # Local mode needs no network beyond this host: bind the driver and its UI to loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", **conf}
+    spark_conf = SparkConf(loadDefaults=True).setMaster(master).setAppName(app_name)
+    for key, value in {**package_conf(), **LOCAL_DEFAULTS, **conf}.items():
+        spark_conf.set(key, value)
+    output = JvmOutput.start()
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": output.fd, "stderr": output.fd})  # type: ignore[no-untyped-call]
+    finally:
+        output.launched()
+    SparkContext(conf=spark_conf, gateway=gateway)
+    spark = SparkSession.builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -78,6 +78,7 @@ def pipeline_yaml_keys() -> set[str]:
         "trigger.": {**base, "trigger": {probe: 1}},
         "tables.": {**base, "tables": {probe: 1}},
         "maintenance.": {**base, "maintenance": {probe: 1}},
+        "spark.": {**base, "spark": {probe: 1}},
     }
     return {prefix + key for prefix, doc in levels.items()
             for key in _allowed(parse_pipeline_config, doc, PipelineConfigError)}

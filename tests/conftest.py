@@ -1,6 +1,7 @@
 """Session-wide real services: one MariaDB, one Spark session, one Apache Kafka per test run.
 
-Tests that use them are marked `integration` automatically; `-m "not integration"` runs the rest.
+Tests that use them are marked `integration` automatically; `-m "not integration"` runs the rest. The
+secured broker (one per run too) is a light process and not marked.
 """
 
 import uuid
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from lakefeed_testing import KafkaReference, MySQLServer, kafka_reference, mysql_server
+from lakefeed_testing.secure_broker import SecureBroker
+from lakefeed_testing.secure_broker import secure_broker as start_secure_broker
 from lakefeed_testing.spark import build_spark_session
 
 SERVICE_FIXTURES = {"mysql", "spark", "kafka", "database"}
@@ -48,3 +51,11 @@ def spark() -> Iterator[Any]:
 def kafka() -> Iterator[KafkaReference]:
     with kafka_reference() as reference:
         yield reference
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    """One secured broker for the broker's security tests and the pipeline's SASL_SSL test (Apache Kafka 4.3
+    configured the same way with LAKEFEED_SECURITY_IMPL=kafka)."""
+    with start_secure_broker(tmp_path_factory.mktemp("secure-broker")) as broker:
+        yield broker

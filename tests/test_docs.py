@@ -69,6 +69,8 @@ COMMAND_TESTS = {
     "kafka-configs --bootstrap-server 127.0.0.1:9092 --describe --entity-type brokers":
         "tests/examples/test_example_configs.py::test_single_node_config_runs_a_broker",
     ".venv/bin/python bench/changefeed.py": "tests/test_benchmarks.py::test_changefeed_benchmark_runs",
+    ".venv/bin/python bench/verify.py": "tests/test_benchmarks.py::"
+                                        "test_verify_benchmark_answers_right_on_a_small_table",
     ".venv/bin/python bench/": "tests/test_benchmarks.py::test_every_benchmark_parses_its_options",
 }
 # Commands no test runs in full, and why; their options are still checked (`--help`).
@@ -79,6 +81,8 @@ HELP_ONLY = {
     ".venv/bin/python bench/capture.py": _BENCH,
     "PYTHONPATH=. .venv/bin/python bench/storage.py": _BENCH,
     ".venv/bin/python bench/pipeline.py": _BENCH,
+    "PYTHONPATH=. .venv/bin/python bench/restart.py": "builds a data dir of 1,000 partitions x 10 segments first; "
+                                                      + _BENCH,
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ["changefeed", "sink", "broker", "spark_pipelines"]
+PACKAGES = ["changefeed", "sink", "broker", "spark_pipelines", "lakefeed_common"]
 SCRIPTS = {"changefeed": "changefeed", "broker": "broker", "spark-pipeline": "spark_pipelines"}
 
 

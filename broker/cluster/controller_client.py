@@ -1,4 +1,5 @@
-"""Talk to the active controller: JSON lines over the quorum port, following NOT_CONTROLLER hints."""
+"""Talk to the active controller: JSON lines over the quorum port (over TLS when the controller listener is SSL),
+following NOT_CONTROLLER hints."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 from typing import Any
 
 log = logging.getLogger("broker.cluster")
@@ -28,8 +30,10 @@ class ControllerRejected(Exception):
 
 
 class ControllerClient:
-    def __init__(self, voters: dict[int, tuple[str, int]], timeout_s: float = 2.0) -> None:
+    def __init__(self, voters: dict[int, tuple[str, int]], timeout_s: float = 2.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.voters = voters
+        self.tls = tls  # set when the controller listener is SSL (controller.listener.names)
         self.timeout_s = timeout_s
         self._leader: int | None = None
         self._conns: dict[int, tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
@@ -39,7 +43,8 @@ class ControllerClient:
         conn = self._conns.get(node)
         if conn is None or conn[1].is_closing():
             host, port = self.voters[node]
-            conn = await asyncio.wait_for(asyncio.open_connection(host, port, limit=64 << 20), self.timeout_s)
+            conn = await asyncio.wait_for(asyncio.open_connection(
+                host, port, limit=64 << 20, ssl=self.tls, server_hostname=host if self.tls else None), self.timeout_s)
             self._conns[node] = conn
         reader, writer = conn
         try:

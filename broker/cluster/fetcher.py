@@ -13,6 +13,7 @@ import asyncio
 import datetime
 import itertools
 import logging
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -25,11 +26,10 @@ from kio.static.primitive import i32, i64
 
 from broker.cluster.replicas import ReplicaManager, TopicPartition
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, apply_batch
-from broker.handlers.context import BrokerState, ProducerStateLog
+from broker.core.state import BrokerState
 from broker.log_store import PartitionLog
-from broker.protocol import records
 from broker.protocol.framing import RequestHeader, encode_request
-from broker.replication.leader_epochs import epoch_cache
+from broker.replication.leader_epochs import EpochEnd, epoch_cache, truncate_on_diverging
 from broker.tasks import cancel_and_wait
 
 log = logging.getLogger("broker.cluster")
@@ -41,9 +41,10 @@ _RESPONSE_READER = entity_reader(FetchResponse)
 class LeaderFetcher:
     def __init__(
         self, node_id: int, leader_id: int, address: Callable[[], tuple[str, int] | None], state: BrokerState,
-        replicas: ReplicaManager,
+        replicas: ReplicaManager, tls: ssl.SSLContext | None = None,
     ) -> None:
         self.node_id = node_id
+        self.tls = tls  # set when the inter-broker listener is SSL (inter.broker.listener.name)
         self.leader_id = leader_id
         self.address = address
         self.state = state
@@ -69,8 +70,12 @@ class LeaderFetcher:
                 await asyncio.sleep(0.2)
                 continue
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(*target, limit=1 << 20), 2.0)
-            except (OSError, TimeoutError):
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                    *target, limit=1 << 20, ssl=self.tls, server_hostname=target[0] if self.tls else None), 2.0)
+            except (OSError, TimeoutError) as exc:
+                # An ssl.SSLError (an OSError) is worth a line: a certificate problem never heals by retrying.
+                if isinstance(exc, ssl.SSLError):
+                    log.warning("TLS handshake with broker %s failed: %s", self.leader_id, exc)
                 await asyncio.sleep(0.2)
                 continue
             try:
@@ -91,7 +96,7 @@ class LeaderFetcher:
             topic = self.state.topics.get(topic_name)
             if topic is None:
                 continue
-            plog = self.state.log(topic, index)
+            plog = self.state.partitions.log(topic, index)
             by_topic.setdefault(topic_name, []).append(FetchPartition(
                 partition=i32(index), current_leader_epoch=i32(epoch), fetch_offset=i64(plog.log_end_offset),
                 last_fetched_epoch=i32(epoch_cache(plog).latest_epoch()), log_start_offset=i64(plog.log_start_offset),
@@ -129,13 +134,12 @@ class LeaderFetcher:
         topic = self.state.topics.get(tp[0])
         if topic is None:
             return True
-        plog = self.state.log(topic, tp[1])
+        plog = self.state.partitions.log(topic, tp[1])
         if part.error_code == ErrorCode.offset_out_of_range:
             if plog.log_end_offset < part.log_start_offset:  # retention or DeleteRecords on the leader passed us
                 log.warning("%s-%s: our log ends at %d, before the leader's log start %d; restarting it there",
                             tp[0], tp[1], plog.log_end_offset, part.log_start_offset)
                 plog.restart_at(int(part.log_start_offset))
-                self._reload_producers(tp, plog)
                 return False
             if plog.log_end_offset > part.high_watermark >= 0:
                 self._truncate(tp, plog, int(part.high_watermark))
@@ -144,9 +148,8 @@ class LeaderFetcher:
             return True  # not (yet) the leader as we think, or fenced: the next metadata update fixes it
         diverging = part.diverging_epoch
         if diverging.epoch >= 0 or diverging.end_offset >= 0:
-            mine = epoch_cache(plog).end_offset_for(int(diverging.epoch), plog.log_end_offset)
-            target = int(diverging.end_offset) if mine.epoch < 0 else min(int(diverging.end_offset), mine.end_offset)
-            self._truncate(tp, plog, target)
+            answer = EpochEnd(int(diverging.epoch), int(diverging.end_offset))
+            self._truncate(tp, plog, truncate_on_diverging(epoch_cache(plog), plog.log_end_offset, answer))
             return False
         if part.records:
             self._append(tp, plog, bytes(part.records))
@@ -157,34 +160,12 @@ class LeaderFetcher:
         return False
 
     def _append(self, tp: TopicPartition, plog: PartitionLog, data: bytes) -> None:
-        view = memoryview(data)
-        for header in records.iter_batches(view):
-            if header.base_offset + header.last_offset_delta < plog.log_end_offset:
-                continue  # already have it
-            if header.base_offset < plog.log_end_offset == plog.log_start_offset:
-                # Our log is empty, restarted at the leader's log start, which falls inside this batch: hold the
-                # whole batch, as the leader does (our log start moves to the leader's right after).
-                plog.restart_at(header.base_offset)
-            if header.base_offset != plog.log_end_offset:
-                log.warning("%s-%s: leader sent offset %d, our log ends at %d; refetching",
-                            tp[0], tp[1], header.base_offset, plog.log_end_offset)
-                return
-            batch = bytes(view[header.position : header.position + header.length])
-            plog.append(batch, header.leader_epoch)
-            self.state.producers.record(tp[0], tp[1], header, header.base_offset)
-            if tp[0] == OFFSETS_TOPIC:
+        for batch in self.state.partitions.append_as_follower(tp, plog, data):
+            if tp[0] == OFFSETS_TOPIC:  # a follower keeps the coordinator's state warm for a failover
                 apply_batch(batch, self.state.offsets.load, self.state.groups.load_group)
-        self.state.notifier.notify()
 
     def _truncate(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> None:
         if offset >= plog.log_end_offset:
             return
         log.warning("%s-%s: truncating the divergent suffix %d..%d", tp[0], tp[1], offset, plog.log_end_offset)
-        plog.truncate_to(offset)
-        self._reload_producers(tp, plog)
-
-    def _reload_producers(self, tp: TopicPartition, plog: PartitionLog) -> None:
-        """After records were removed, the partition's producer state is what its remaining log holds."""
-        self.state.producers.forget(*tp)
-        if isinstance(plog, ProducerStateLog):
-            self.state.producers.restore(tp[0], tp[1], plog.producers.entries.values())
+        plog.truncate_to(offset)  # the log rebuilds its producer state from what remains

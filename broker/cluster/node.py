@@ -1,5 +1,9 @@
 """One broker of a cluster: runs its controller quorum member (if a voter), registers and heartbeats,
-follows the committed metadata log, and turns partition changes into leader/follower roles."""
+follows the committed metadata log, and turns partition changes into leader/follower roles.
+
+Brokers reach each other through the inter-broker listener and the quorum through the controller listener
+(Kafka's `inter.broker.listener.name` and `controller.listener.names`), over TLS when that listener is SSL:
+the contexts are built here, once, from the listener's `ssl.*` settings (broker/security/tls.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller_client import ControllerClient, ControllerRejected, ControllerUnavailable
@@ -23,7 +27,10 @@ from broker.controller.quorum import CommittedRecords
 from broker.controller.snapshot import from_snapshot
 from broker.controller.state import MetadataState, PartitionInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
-from broker.handlers.context import BrokerState
+from broker.core.state import BrokerState
+from broker.replication.partition import PartitionReplication
+from broker.security.listeners import advertised, advertised_endpoints, controller_protocol, inter_broker_listener
+from broker.security.tls import client_context, server_context
 from broker.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -50,8 +57,15 @@ class ClusterNode:
             raise ConfigError(
                 f"process.roles has controller but node.id={self.node_id} is not in controller.quorum.voters"
             )
-        self.client = ControllerClient(self.voters)
-        self.metadata_client = ControllerClient(self.voters)
+        controller_listener, controller_security = controller_protocol(config)
+        quorum_tls = controller_security == "SSL"
+        self.controller_tls = client_context(config, controller_listener) if quorum_tls else None
+        self.controller_server_tls = (server_context(config, controller_listener)
+                                      if quorum_tls and self.is_voter else None)
+        self.inter_broker = inter_broker_listener(config)
+        self.inter_broker_tls = client_context(config, self.inter_broker.name) if self.inter_broker.uses_tls else None
+        self.client = ControllerClient(self.voters, tls=self.controller_tls)
+        self.metadata_client = ControllerClient(self.voters, tls=self.controller_tls)
         self.meta = MetadataState()
         self.meta_index = 0
         self.topic_admin = TopicAdmin(self)
@@ -69,6 +83,8 @@ class ClusterNode:
         # Set once this broker has applied the metadata up to its own registration: before that it
         # would answer Metadata requests from a stale view, so the Kafka listener waits for it.
         self.ready = asyncio.Event()
+        # Notified whenever metadata was applied: waits for a change to arrive use it instead of polling.
+        self.applied = asyncio.Condition()
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
 
@@ -79,6 +95,7 @@ class ClusterNode:
 
             self.controller = TcpController(
                 self.node_id, self.voters, self.config.data_dir / "__cluster_metadata",
+                tls_server=self.controller_server_tls, tls_client=self.controller_tls,
                 session_timeout_ms=self.config.int("broker.session.timeout.ms"),
                 unclean_leader_election=self.config.bool("unclean.leader.election.enable"),
                 election_timeout_ms=(1000, 2000), heartbeat_ms=100,
@@ -118,7 +135,10 @@ class ClusterNode:
 
     # --- broker registration and heartbeats ------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
-        listener = self.config.advertised
+        # Kafka's registration: the inter-broker listener's address (what followers fetch from) and every
+        # listener's, so clients are told the address of the listener they use.
+        host, port = advertised(self.config, self.inter_broker.name)
+        endpoints = [list(endpoint) for endpoint in advertised_endpoints(self.config)]
         rack = self.config.get("broker.rack") or None
         # At least three heartbeats per session, so one slow heartbeat never fences a live broker.
         interval = min(self.config.int("broker.heartbeat.interval.ms"),
@@ -127,9 +147,8 @@ class ClusterNode:
         while not self._stop.is_set():
             try:
                 if not registered:
-                    answer = await self.client.call("register", broker_id=self.node_id, host=listener.host,
-                                                    port=listener.port, rack=rack,
-                                                    incarnation=self.incarnation)
+                    answer = await self.client.call("register", broker_id=self.node_id, host=host, port=port,
+                                                    rack=rack, incarnation=self.incarnation, endpoints=endpoints)
                     self._registered_at = int(answer.get("index", 0))
                     registered = True
                     log.info("registered with the controller", extra={"node": self.node_id})
@@ -212,7 +231,10 @@ class ClusterNode:
                 log.warning("cannot read cluster metadata: %s", exc)
             except Exception:
                 log.exception("applying cluster metadata failed; retrying")
-            if not batch and not loaded:
+            if batch or loaded:
+                async with self.applied:
+                    self.applied.notify_all()
+            else:
                 await self._wait_for_commits()
 
     async def _wait_for_commits(self) -> None:
@@ -250,11 +272,11 @@ class ClusterNode:
                     self.replicas.stop_leading(tp)
                 elif part.leader == self.node_id:
                     self._unfollow(tp)
-                    plog = self.state.log(topic, index)
+                    plog = self.state.partitions.log(topic, index)
                     self.replicas.become_leader(
                         tp, part.leader_epoch, part.replicas, part.isr, plog.log_end_offset,
                         int(self.state.topic_config(topic, "min.insync.replicas")),
-                        self.config.int("replica.lag.time.max.ms"),
+                        self.config.int("replica.lag.time.max.ms"), part.partition_epoch,
                     )
                 else:
                     self.replicas.stop_leading(tp)
@@ -274,7 +296,7 @@ class ClusterNode:
         if fetcher is None:
             fetcher = self.fetchers[part.leader] = LeaderFetcher(
                 self.node_id, part.leader, functools.partial(self.broker_address, part.leader), self.state,
-                self.replicas,
+                self.replicas, self.inter_broker_tls,
             )
         fetcher.partitions[tp] = part.leader_epoch
         fetcher.start()
@@ -289,7 +311,7 @@ class ClusterNode:
 
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
         info = self.meta.brokers.get(broker_id)
-        return None if info is None or info.fenced else (info.host, info.port)
+        return None if info is None or info.fenced else info.address(self.inter_broker.name)
 
     # --- ISR maintenance (leader side) --------------------------------------------------------------
     async def _isr_loop(self) -> None:
@@ -298,38 +320,57 @@ class ClusterNode:
             self.replicas.expire()
             now = now_ms()
             for tp, repl in list(self.replicas.leaders.items()):
-                wanted = repl.pending_isr(now)
-                if wanted is not None:  # a fenced broker cannot join yet: the controller would refuse it
-                    wanted = tuple(b for b in wanted if b in repl.isr or not self._fenced(b))
-                if wanted is None or set(wanted) == set(repl.isr) or tp in self._isr_in_flight:
+                if tp in self._isr_in_flight:
                     continue
+                # An unresolved proposal is sent again (it may never have reached the controller) rather
+                # than replaced: the high watermark waits for its joiners until the controller answers.
+                wanted = repl.proposed_isr or repl.pending_isr(now)
+                if wanted is not None and repl.proposed_isr is None:  # a fenced broker cannot join yet
+                    wanted = tuple(b for b in wanted if b in repl.isr or not self._fenced(b))
+                if wanted is None or (set(wanted) == set(repl.isr) and repl.proposed_isr is None):
+                    continue
+                repl.propose_isr(wanted)
                 self._isr_in_flight.add(tp)
-                self.spawn(self._alter_isr(tp, repl.leader_epoch, wanted))
+                self.spawn(self._alter_isr(tp, repl, wanted))
 
-    async def _alter_isr(self, tp: TopicPartition, epoch: int, isr: tuple[int, ...]) -> None:
+    async def _alter_isr(self, tp: TopicPartition, repl: PartitionReplication, isr: tuple[int, ...]) -> None:
+        epoch, partition_epoch = repl.leader_epoch, repl.partition_epoch
         try:
             log.info("proposing ISR %s for %s-%s", list(isr), tp[0], tp[1])
             await self.client.call("alter_partition", deadline_s=3.0, topic=tp[0], partition=tp[1],
-                                   leader=self.node_id, leader_epoch=epoch, isr=list(isr))
-            # Wait until the change is applied here, so the next check does not propose it again.
-            for _ in range(40):
+                                   leader=self.node_id, leader_epoch=epoch, partition_epoch=partition_epoch,
+                                   isr=list(isr))
+            # Wait until the change is applied here (which resolves the proposal), so it is not sent again.
+            def applied() -> bool:
                 part = self.meta.partition(*tp)
-                if part is None or set(part.isr) == set(isr) or part.leader_epoch != epoch:
-                    break
-                await asyncio.sleep(0.05)
-        except (ControllerUnavailable, ControllerRejected) as exc:
+                return part is None or part.partition_epoch != partition_epoch or part.leader_epoch != epoch
+
+            await self.wait_for_metadata(applied, 2.0)
+        except ControllerRejected as exc:
+            # A stale epoch means the partition changed: the metadata update on its way resolves the proposal.
+            # Any other refusal (a fenced joiner, say) changed nothing and never will.
+            if exc.kafka_error not in ("FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION"):
+                repl.proposal_refused()
             log.warning("ISR change for %s-%s not accepted: %s", tp[0], tp[1], exc)
+        except ControllerUnavailable as exc:
+            log.warning("ISR change for %s-%s not answered: %s; sending it again", tp[0], tp[1], exc)
         finally:
             self._isr_in_flight.discard(tp)
 
     async def wait_applied(self, index: int, timeout_s: float, what: str) -> None:
         """Until this broker has applied the metadata log up to `index` (a change the controller accepted)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while self.meta_index < index:
-            if loop.time() > deadline:
-                raise ControllerUnavailable(f"{what} was accepted but did not reach this broker in {timeout_s:.0f} s")
-            await asyncio.sleep(0.02)
+        if not await self.wait_for_metadata(lambda: self.meta_index >= index, timeout_s):
+            raise ControllerUnavailable(f"{what} was accepted but did not reach this broker in {timeout_s:.0f} s")
+
+    async def wait_for_metadata(self, condition: Callable[[], bool], timeout_s: float) -> bool:
+        """Until `condition()` holds on the metadata applied here (checked as each batch is applied), or
+        `timeout_s` passed (False)."""
+        async with self.applied:
+            try:
+                await asyncio.wait_for(self.applied.wait_for(condition), timeout_s)
+            except TimeoutError:
+                return False
+        return True
 
     def active_controller(self) -> int:
         if self.controller is not None and self.controller.ctl.raft.leader is not None:

@@ -10,17 +10,14 @@ committing it is never used.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from broker.cluster.controller_client import ControllerUnavailable
+from broker.cluster.node_view import NodeView
 from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE
-
-if TYPE_CHECKING:
-    from broker.cluster.node import ClusterNode
 
 
 class ProducerIdBlocks:
-    def __init__(self, node: ClusterNode) -> None:
+    def __init__(self, node: NodeView) -> None:
         self.node = node
         self._next = self._end = 0
         self._lock = asyncio.Lock()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.replication.errors import (
     NotEnoughReplicas,
@@ -32,7 +34,9 @@ class ReplicaManager:
     leaders: dict[TopicPartition, PartitionReplication] = field(default_factory=dict)
     # The high watermark a follower last heard from its leader; where a new leader starts from.
     follower_hw: dict[TopicPartition, int] = field(default_factory=dict)
-    purgatory: Purgatory[asyncio.Future[None]] = field(default_factory=Purgatory)
+    purgatory: Purgatory[asyncio.Future[Any]] = field(default_factory=Purgatory)
+    # Told (old ISR, new ISR) when the controller's ISR change for a partition led here is applied (metrics).
+    isr_listener: Callable[[tuple[int, ...], tuple[int, ...]], None] | None = None
 
     def is_leader(self, tp: TopicPartition) -> bool:
         return tp in self.leaders
@@ -49,17 +53,20 @@ class ReplicaManager:
 
     def become_leader(
         self, tp: TopicPartition, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], leo: int,
-        min_insync: int, lag_ms: int,
+        min_insync: int, lag_ms: int, partition_epoch: int,
     ) -> PartitionReplication:
         repl = self.leaders.get(tp)
         if repl is not None and repl.leader_epoch == epoch:
-            repl.apply_leader_and_isr(epoch, isr)
+            if self.isr_listener is not None and set(isr) != set(repl.isr):
+                self.isr_listener(repl.isr, isr)
+            repl.apply_leader_and_isr(epoch, isr, partition_epoch)
             repl.min_insync_replicas = min_insync
             self._complete(tp)
             return repl
         repl = PartitionReplication(
             self.node_id, epoch, replicas, isr, min_insync_replicas=min_insync, replica_lag_time_max_ms=lag_ms,
             leader_epoch_start_offset=leo, high_watermark=min(self.follower_hw.get(tp, 0), leo),
+            partition_epoch=partition_epoch,
         )
         start = now_ms()
         for state in repl.replica_state.values():
@@ -80,8 +87,8 @@ class ReplicaManager:
         if repl is not None and repl.on_leader_append(leo, now_ms()):
             self._complete(tp)
 
-    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int) -> None:
-        if self.leader(tp).on_follower_fetch(replica_id, fetch_offset, now_ms()):
+    def on_follower_fetch(self, tp: TopicPartition, replica_id: int, fetch_offset: int, log_start: int) -> None:
+        if self.leader(tp).on_follower_fetch(replica_id, fetch_offset, now_ms(), log_start):
             self._complete(tp)
 
     def wait_for_isr(self, tp: TopicPartition, end_offset: int, timeout_ms: int) -> asyncio.Future[None]:
@@ -91,6 +98,27 @@ class ReplicaManager:
         self.purgatory.try_complete_else_watch(
             Delayed((tp,), now_ms() + timeout_ms, lambda: _check(repl, end_offset, future), future)
         )
+        return future
+
+    def wait_for_low_watermark(
+        self, tp: TopicPartition, offset: int, timeout_ms: int, low_watermark: Callable[[PartitionReplication], int]
+    ) -> asyncio.Future[int]:
+        """A future with the partition's low watermark once it reaches `offset` (DeleteRecords; Kafka's
+        DelayedDeleteRecords): the followers learn the new log start from their next fetch and report it
+        with the one after. Rechecked on every follower fetch that moves a log start and every timer tick
+        (a follower's broker may stop counting as live)."""
+        repl = self.leader(tp)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def ready() -> bool:
+            low = low_watermark(repl)
+            if low < offset:
+                return False
+            if not future.done():
+                future.set_result(low)
+            return True
+
+        self.purgatory.try_complete_else_watch(Delayed((tp,), now_ms() + timeout_ms, ready, future))
         return future
 
     def _complete(self, tp: TopicPartition) -> None:
@@ -104,6 +132,7 @@ class ReplicaManager:
         for tp, repl in self.leaders.items():
             if not self.purgatory.watchers.get(tp):
                 continue
+            self._complete(tp)  # waits on broker liveness (DeleteRecords) see it change here
             try:
                 repl.check_produce(-1, now)
             except NotEnoughReplicas as exc:

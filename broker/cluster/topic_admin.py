@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING
 
 from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
+from broker.cluster.node_view import NodeView
 from broker.controller.state import TopicInfo
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
-
-if TYPE_CHECKING:
-    from broker.cluster.node import ClusterNode
 
 log = logging.getLogger("broker.cluster")
 _APPLY_TIMEOUT_S = 10.0
 
 
 class TopicAdmin:
-    def __init__(self, node: ClusterNode) -> None:
+    def __init__(self, node: NodeView) -> None:
         self.node = node
         self.client = node.client
         self.config = node.config

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 from broker.controller.state import TopicInfo
-from broker.handlers.context import BrokerState
+from broker.core.state import BrokerState
 from broker.topics import Topic
 
 

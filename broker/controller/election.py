@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from broker.controller.errors import StaleEpoch, UnknownTopic
+from broker.controller.errors import StaleEpoch, StalePartitionEpoch, UnknownTopic
 from broker.controller.records import PartitionChange
 from broker.controller.state import MetadataState, PartitionInfo
 
@@ -87,9 +87,14 @@ def preferred_leader_changes(state: MetadataState, topics: Iterable[str] | None 
 
 
 def alter_isr(
-    state: MetadataState, topic: str, partition: int, leader: int, leader_epoch: int, new_isr: tuple[int, ...]
+    state: MetadataState, topic: str, partition: int, leader: int, leader_epoch: int, partition_epoch: int,
+    new_isr: tuple[int, ...],
 ) -> PartitionChange:
-    """Validate a leader's ISR change request (Kafka's AlterPartition) and turn it into a record."""
+    """Validate a leader's ISR change request (Kafka's AlterPartition) and turn it into a record.
+
+    The request names the partition epoch it was made against: once anything changed the partition (an
+    election, a fenced broker's removal, an earlier proposal of this leader), it is refused, as Kafka's
+    INVALID_UPDATE_VERSION; a late copy of an old proposal can never overwrite a newer state."""
     info = state.partition(topic, partition)
     if info is None:
         raise UnknownTopic(f"unknown partition {topic}-{partition}")
@@ -97,6 +102,11 @@ def alter_isr(
         raise StaleEpoch(
             f"{topic}-{partition}: request from leader {leader} epoch {leader_epoch}, "
             f"but the leader is {info.leader} at epoch {info.leader_epoch}"
+        )
+    if partition_epoch != info.partition_epoch:
+        raise StalePartitionEpoch(
+            f"{topic}-{partition}: ISR change made against partition epoch {partition_epoch}, "
+            f"but the partition is at {info.partition_epoch}"
         )
     if leader not in new_isr:
         raise ValueError(f"{topic}-{partition}: the leader {leader} must stay in its own ISR {new_isr}")

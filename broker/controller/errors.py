@@ -41,6 +41,12 @@ class StaleEpoch(ControllerError):
     kafka_error = "FENCED_LEADER_EPOCH"
 
 
+class StalePartitionEpoch(ControllerError):
+    """An ISR change made against an older state of the partition than the controller holds."""
+
+    kafka_error = "INVALID_UPDATE_VERSION"
+
+
 class NotController(ControllerError):
     retriable = True
     kafka_error = "NOT_CONTROLLER"

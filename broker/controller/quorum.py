@@ -144,7 +144,8 @@ class QuorumController:
         except NotLeader as e:
             raise NotController(f"this node is not the active controller; try node {e.leader}") from e
 
-    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str) -> int:
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None, incarnation: str,
+                        endpoints: tuple[tuple[str, str, int], ...] = ()) -> int:
         """Register a broker process (Kafka's BrokerRegistration).
 
         A broker id seen before with another incarnation is a restarted process: its log may have lost what
@@ -158,13 +159,13 @@ class QuorumController:
         recs: list[r.Record] = []
         if known is None or known.incarnation == incarnation:
             # A new broker, or the same process registering again: it lost nothing, nothing to fence.
-            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation))
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, endpoints=endpoints))
             if known is not None and known.fenced:
                 recs += on_broker_unfenced(self.state, broker_id)
         else:
             if not known.fenced:
                 recs += [r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)]
-            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, fenced=True))
+            recs.append(r.RegisterBroker(broker_id, host, port, rack, incarnation, fenced=True, endpoints=endpoints))
         index = self._propose(recs)
         self.heartbeats.touch(broker_id, self.now_ms)
         return index
@@ -176,10 +177,11 @@ class QuorumController:
         return self._propose([r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)])
 
     def alter_partition(
-        self, topic: str, partition: int, leader: int, leader_epoch: int, isr: tuple[int, ...]
+        self, topic: str, partition: int, leader: int, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...]
     ) -> int:
-        """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch."""
-        return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, isr)])
+        """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch, a change made
+        against an older state of the partition StalePartitionEpoch."""
+        return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, partition_epoch, isr)])
 
     def heartbeat(self, broker_id: int) -> int:
         """Noted in memory; only unfencing a fenced broker is proposed to the log."""
@@ -242,6 +244,20 @@ class QuorumController:
         if kind not in ("broker", "topic", "cluster"):
             raise ValueError(f"config resource {resource!r} must be broker:<id>, topic:<name> or cluster")
         return self._propose([r.ConfigChange(resource, key, value)])
+
+    def alter_security(self, changes: list[dict[str, Any]]) -> int:
+        """SCRAM credential and ACL changes a broker made for CreateAcls/DeleteAcls/AlterUserScramCredentials
+        (Kafka forwards these to the controller, which keeps them in the metadata log): every broker applies
+        them, so a user or ACL made through one broker holds on all. The broker checked them; here only that
+        they are security records."""
+        try:
+            records = [r.from_dict(change) for change in changes]
+        except TypeError as exc:  # a field missing or unknown: a broker of another version, or a bug
+            raise ValueError(f"bad security record: {exc}") from None
+        wrong = [type(rec).__name__ for rec in records if not isinstance(rec, r.SECURITY_RECORDS)]
+        if wrong:
+            raise ValueError(f"alter_security takes SCRAM credential and ACL records only, not {wrong}")
+        return self._propose(records) if records else self.raft.commit_index
 
     def committed_records(self, from_index: int, limit: int = 1000) -> CommittedRecords:
         """Committed records after `from_index` (1-based Raft index), for brokers that follow the

@@ -22,6 +22,9 @@ class RegisterBroker:
     # A broker process that replaces an earlier one (new incarnation) registers fenced, as in KRaft: it
     # serves nothing until its heartbeat shows the controller it is back, and it rejoins ISRs by catching up.
     fenced: bool = False
+    # (listener name, host, port) of every listener, as Kafka's RegisterBrokerRecord endpoints: a client is told
+    # the address of the listener it came through; host/port above are the inter-broker listener's.
+    endpoints: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,45 @@ class ProducerIdsBlock:
     size: int
 
 
+@dataclass(frozen=True)
+class ScramCredentialChange:
+    """One user's SCRAM credential for one mechanism, set or (`remove`) deleted: Kafka's
+    UserScramCredentialRecord / RemoveUserScramCredentialRecord (KIP-554). Salt and keys are base64, as the
+    metadata travels as JSON; never a password."""
+
+    kind: ClassVar[str] = "scram_credential"
+    user: str
+    mechanism: str  # SCRAM-SHA-256 or SCRAM-SHA-512
+    salt: str = ""
+    stored_key: str = ""
+    server_key: str = ""
+    iterations: int = 0
+    remove: bool = False
+
+
+@dataclass(frozen=True)
+class AclChange:
+    """One ACL binding added or (`remove`) deleted: Kafka's AccessControlEntryRecord /
+    RemoveAccessControlEntryRecord. Enum fields carry Kafka's numbers (ResourceType, PatternType, AclOperation,
+    AclPermissionType); a binding is its value, so adding one twice keeps one (Kafka's set semantics)."""
+
+    kind: ClassVar[str] = "acl"
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission: int
+    remove: bool = False
+
+    def binding(self) -> tuple[int, str, int, str, str, int, int]:
+        return (self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host,
+                self.operation, self.permission)
+
+
+SECURITY_RECORDS = (ScramCredentialChange, AclChange)  # what a broker may propose for its security admin APIs
+
 Record = (
     RegisterBroker
     | BrokerHeartbeat
@@ -118,6 +160,8 @@ Record = (
     | PartitionChange
     | ConfigChange
     | ProducerIdsBlock
+    | ScramCredentialChange
+    | AclChange
 )
 
 _KINDS: dict[str, type[Any]] = {
@@ -133,6 +177,8 @@ _KINDS: dict[str, type[Any]] = {
         PartitionChange,
         ConfigChange,
         ProducerIdsBlock,
+        ScramCredentialChange,
+        AclChange,
     )
 }
 

@@ -19,7 +19,7 @@ def state_records(state: MetadataState) -> list[r.Record]:
     """Records that rebuild `state` when applied in order to an empty `MetadataState`."""
     out: list[r.Record] = []
     for b in sorted(state.brokers.values(), key=lambda b: b.broker_id):
-        out.append(r.RegisterBroker(b.broker_id, b.host, b.port, b.rack, b.incarnation, b.fenced))
+        out.append(r.RegisterBroker(b.broker_id, b.host, b.port, b.rack, b.incarnation, b.fenced, b.endpoints))
         if b.last_heartbeat_ms:  # only logs from before heartbeats left the log have these
             out.append(r.BrokerHeartbeat(b.broker_id, b.last_heartbeat_ms))
     for t in sorted(state.topics.values(), key=lambda t: t.name):
@@ -35,6 +35,8 @@ def state_records(state: MetadataState) -> list[r.Record]:
                 out.append(r.PartitionChange(t.name, index, p.leader, p.isr, p.leader_epoch, p.partition_epoch))
     for resource, entries in sorted(state.configs.items()):
         out += [r.ConfigChange(resource, key, value) for key, value in sorted(entries.items())]
+    out += [credential for _, mechanisms in sorted(state.scram.items()) for _, credential in sorted(mechanisms.items())]
+    out += list(state.acls)
     # Each broker's latest block (what a broker checks its allocation against); the newest block ends at
     # next_producer_id, so the next allocation continues where the original state would.
     blocks = sorted(state.producer_id_blocks.items(), key=lambda kv: kv[1])

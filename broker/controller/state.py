@@ -25,6 +25,11 @@ class BrokerInfo:
     incarnation: str
     fenced: bool
     last_heartbeat_ms: int
+    endpoints: tuple[tuple[str, str, int], ...] = ()  # (listener, host, port); host/port: the inter-broker one
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """Where to reach this broker through `listener` (the inter-broker address when it has no such one)."""
+        return next(((host, port) for name, host, port in self.endpoints if name == listener), (self.host, self.port))
 
 
 @dataclass(frozen=True)
@@ -52,12 +57,18 @@ class MetadataState:
     applied: int = 0  # number of records applied; the "metadata offset" brokers report
     next_producer_id: int = FIRST_PRODUCER_ID
     producer_id_blocks: dict[int, int] = field(default_factory=dict)  # broker id -> first id of its latest block
+    # user -> mechanism -> the credential's record (base64 salt and keys, iterations)
+    scram: dict[str, dict[str, r.ScramCredentialChange]] = field(default_factory=dict)
+    # Every ACL binding, in the order added. A tuple replaced on each change: readers (the authorizer) may keep
+    # what they derived from it while it is the same object.
+    acls: tuple[r.AclChange, ...] = ()
 
     def apply(self, record: r.Record) -> None:
         self.applied += 1
         if isinstance(record, r.RegisterBroker):
             self.brokers[record.broker_id] = BrokerInfo(
-                record.broker_id, record.host, record.port, record.rack, record.incarnation, record.fenced, 0
+                record.broker_id, record.host, record.port, record.rack, record.incarnation, record.fenced, 0,
+                record.endpoints,
             )
         elif isinstance(record, r.BrokerHeartbeat):
             b = self.brokers.get(record.broker_id)
@@ -87,6 +98,11 @@ class MetadataState:
         elif isinstance(record, r.ProducerIdsBlock):
             self.next_producer_id = max(self.next_producer_id, record.first_id + record.size)
             self.producer_id_blocks[record.broker_id] = record.first_id
+        elif isinstance(record, r.ScramCredentialChange):
+            self._apply_scram(record)
+        elif isinstance(record, r.AclChange):
+            kept = tuple(a for a in self.acls if a.binding() != record.binding())
+            self.acls = kept if record.remove else (*kept, replace(record, remove=False))
         elif isinstance(record, r.ConfigChange):
             entries = self.configs.setdefault(record.resource, {})
             if record.value is None:
@@ -95,6 +111,15 @@ class MetadataState:
                     del self.configs[record.resource]
             else:
                 entries[record.key] = record.value
+
+    def _apply_scram(self, record: r.ScramCredentialChange) -> None:
+        if not record.remove:
+            self.scram.setdefault(record.user, {})[record.mechanism] = record
+            return
+        mechanisms = self.scram.get(record.user, {})
+        mechanisms.pop(record.mechanism, None)
+        if not mechanisms:  # no user without credentials left behind: a snapshot could not say it exists
+            self.scram.pop(record.user, None)
 
     def _apply_add_partitions(self, record: r.AddPartitions) -> None:
         topic = self.topics.get(record.topic)
@@ -134,6 +159,8 @@ class MetadataState:
             tuple(sorted(self.topics.items())),
             tuple(sorted((k, tuple(sorted(v.items()))) for k, v in self.configs.items())),
             self.next_producer_id,
+            tuple(sorted((u, tuple(sorted(m.items()))) for u, m in self.scram.items())),
+            self.acls,
         )
 
 

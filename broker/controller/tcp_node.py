@@ -1,8 +1,9 @@
 """Run one controller quorum member over TCP (asyncio) on 127.0.0.1 or any host.
 
 Peers exchange JSON-lines Raft messages over one outgoing connection per peer (reconnected on
-failure; messages sent while disconnected are dropped, which Raft tolerates). The same port also
-takes admin lines (`status`, `records` (committed metadata from an index, after a snapshot when the
+failure; messages sent while disconnected are dropped, which Raft tolerates); over TLS when the node's
+controller listener is SSL (Kafka's `controller.listener.names`; broker/cluster/node.py builds the contexts).
+The same port also takes admin lines (`status`, `records` (committed metadata from an index, after a snapshot when the
 entries after that index were compacted away), `register`, `heartbeat`,
 `create_topic`, `create_partitions`, `alter_config`, ...), answered with one JSON line; this is what tests
 and, until the Kafka-protocol controller APIs are wired, the lead's broker glue can use.
@@ -16,6 +17,7 @@ import asyncio
 import json
 import logging
 import signal
+import ssl
 import time
 import uuid
 from pathlib import Path
@@ -44,9 +46,14 @@ def parse_voters(spec: str) -> dict[int, tuple[str, int]]:
 
 
 class TcpController:
-    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], data_dir: Path, **kw: Any) -> None:
+    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], data_dir: Path, *,
+                 tls_server: ssl.SSLContext | None = None, tls_client: ssl.SSLContext | None = None, **kw: Any) -> None:
         self.node_id = node_id
         self.voters = voters
+        # Both set when the controller listener is SSL: peers and brokers connect over TLS, and with
+        # ssl.client.auth=required only holders of a certificate the trust store vouches for are served.
+        self.tls_server = tls_server
+        self.tls_client = tls_client
         self.tick_s = 0.005 if kw.get("election_timeout_ms", (150, 300))[0] < 500 else 0.02
         self.ctl = QuorumController(node_id, sorted(voters), FileStorage(data_dir / "raft"), **kw)
         self._peers: dict[int, asyncio.StreamWriter] = {}
@@ -78,10 +85,13 @@ class TcpController:
     async def _connect(self, peer: int) -> None:
         try:
             host, port = self.voters[peer]
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 1.0)
+            _, writer = await asyncio.wait_for(asyncio.open_connection(
+                host, port, ssl=self.tls_client, server_hostname=host if self.tls_client else None), 1.0)
             writer.write(b'{"op":"peer"}\n')
             self._peers[peer] = writer
-        except (OSError, TimeoutError):
+        except (OSError, TimeoutError) as exc:
+            if isinstance(exc, ssl.SSLError):  # a certificate problem: say so, retrying will not fix it
+                log.warning("TLS handshake with controller %s failed: %s", peer, exc)
             await asyncio.sleep(0.1)
         finally:
             self._connecting.discard(peer)
@@ -120,11 +130,14 @@ class TcpController:
                 return answer
             if op == "register":
                 idx = self.ctl.register_broker(req["broker_id"], req["host"], req["port"], req.get("rack"),
-                                              str(req.get("incarnation", "")))
+                                              str(req.get("incarnation", "")),
+                                              tuple((str(n), str(h), int(p)) for n, h, p in req.get("endpoints") or ()))
             elif op == "heartbeat":
                 idx = self.ctl.heartbeat(req["broker_id"])
             elif op == "alter_config":
                 idx = self.ctl.alter_config(req["resource"], req["key"], req.get("value"))
+            elif op == "alter_security":
+                idx = self.ctl.alter_security(list(req["records"]))
             elif op == "create_topic":
                 idx = self.ctl.create_topic(
                     req["name"], req["partitions"], req["replication_factor"], req.get("topic_id") or uuid.uuid4().hex,
@@ -138,7 +151,8 @@ class TcpController:
                 idx = self.ctl.delete_topic(req["name"])
             elif op == "alter_partition":
                 idx = self.ctl.alter_partition(
-                    req["topic"], req["partition"], req["leader"], req["leader_epoch"], tuple(req["isr"])
+                    req["topic"], req["partition"], req["leader"], req["leader_epoch"], req["partition_epoch"],
+                    tuple(req["isr"]),
                 )
             elif op == "shutdown":
                 idx = self.ctl.shutdown_broker(req["broker_id"])
@@ -163,7 +177,7 @@ class TcpController:
         host, port = self.voters[self.node_id]
         # One JSON line per message, and an InstallSnapshot carries the whole metadata state: far above
         # asyncio's default 64 KiB line limit on a cluster with many partitions (the same limit as the client's).
-        server = await asyncio.start_server(self._serve, host, port, limit=_MAX_LINE)
+        server = await asyncio.start_server(self._serve, host, port, limit=_MAX_LINE, ssl=self.tls_server)
         log.info("controller %s listening on %s:%s", self.node_id, host, port)
         try:
             async with server:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import io
 import logging
-import os
 import struct
 from collections.abc import Callable, Iterator
 
@@ -34,7 +33,7 @@ from broker.coordinator.offsets_codec import (
     encode_key,
     encode_value,
 )
-from broker.log_store import FileRange, PartitionLog
+from broker.log_store import PartitionLog, materialize
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # offsets.topic.segment.bytes default; compaction needs closed segments, so not 1 GiB.
@@ -90,7 +89,7 @@ def _batches(plog: PartitionLog) -> Iterator[bytes]:
     """Every whole record batch from the log start to its end; file ranges are read with pread."""
     offset, max_bytes = plog.log_start_offset, _READ_BYTES
     while offset < plog.log_end_offset:
-        data = b"".join(_materialize(chunk) for chunk in plog.read(offset, max_bytes).chunks)
+        data = materialize(plog.read(offset, max_bytes).chunks)
         position, progressed = 0, False
         while position + _BATCH_PREFIX.size <= len(data):
             base, length, last_delta = _BATCH_PREFIX.unpack_from(data, position)
@@ -104,16 +103,6 @@ def _batches(plog: PartitionLog) -> Iterator[bytes]:
             if not data or max_bytes >= 1 << 30:
                 return
             max_bytes *= 2  # one batch larger than a read
-
-
-def _materialize(chunk: bytes | FileRange) -> bytes:
-    if isinstance(chunk, bytes):
-        return chunk
-    descriptor = os.open(chunk.path, os.O_RDONLY)
-    try:
-        return os.pread(descriptor, chunk.size, chunk.position)
-    finally:
-        os.close(descriptor)
 
 
 Apply = Callable[[str, str, int, CommittedOffset | None], None]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kio.schema.errors import ErrorCode
 
 from broker.config_catalog import InvalidConfig, validate_topic_config
-from broker.handlers.context import BrokerState
+from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers.context import BrokerState, Request
+from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.topics import Topic
 
@@ -49,3 +54,29 @@ def apply_topic_configs(state: BrokerState, topic: Topic, configs: dict[str, str
         raise KafkaApiError(ErrorCode.invalid_request, f"topic {topic.name!r} is internal; its configs are fixed")
     if not validate_only:
         state.alter_topic_configs(topic, configs)
+
+
+NewConfigs = Callable[[BrokerState, Topic, Any], dict[str, str | None]]
+
+
+async def alter(state: BrokerState, request: Request, new_configs: NewConfigs) -> Any:
+    """AlterConfigs and IncrementalAlterConfigs: the same checks and answers; only how a resource's entries
+    turn into the topic's new overrides differs (`new_configs`; None removes an override)."""
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    answers = []
+    for resource in body.resources:
+        try:
+            if resource.resource_type == BROKER:
+                raise refuse_broker_change(state, resource.resource_name)
+            if resource.resource_type != TOPIC:
+                raise unsupported_resource(resource.resource_type)
+            topic = state.require_topic(resource.resource_name)
+            values = validated(new_configs(state, topic, resource))
+            apply_topic_configs(state, topic, {k: v for k, v in values.items() if v is not None}, body.validate_only)
+            code, message = ErrorCode.none, None
+        except KafkaApiError as exc:
+            code, message = exc.code, str(exc)
+        answers.append(build(nested(cls, "AlterConfigsResourceResponse"), error_code=code, error_message=message,
+                             resource_type=resource.resource_type, resource_name=resource.resource_name))
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(answers))

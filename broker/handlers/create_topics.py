@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from broker.config_catalog import TOPIC_CONFIGS, InvalidConfig, topic_entry, validate_topic_config
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
-from broker.handlers._controller import controller_errors
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -26,16 +24,12 @@ def _configs(state: BrokerState, cls: Any, configs: dict[str, str]) -> tuple[Any
                        config_source=int(e.source), is_sensitive=False) for e in entries)
 
 
-def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, int, dict[str, str]]:
-    """(topic id or None when validating only, partition count, topic config overrides)."""
+def _validate(state: BrokerState, wanted: Any) -> tuple[int, dict[str, str]]:
+    """(partition count, topic config overrides) of a valid request."""
     validate_name(wanted.name)
     if state.topics.get(wanted.name) is not None:
         raise KafkaApiError(ErrorCode.topic_already_exists, f"topic {wanted.name!r} already exists")
-    if state.cluster is None and wanted.replication_factor not in (-1, 1):
-        raise KafkaApiError(
-            ErrorCode.invalid_replication_factor,
-            f"replication factor {wanted.replication_factor} is larger than the 1 available broker",
-        )
+    state.role.check_replication_factor(wanted.replication_factor)
     partitions = wanted.num_partitions if wanted.num_partitions != -1 else state.config.int("num.partitions")
     if wanted.assignments:
         partitions = len(wanted.assignments)
@@ -49,20 +43,14 @@ def _create(state: BrokerState, wanted: Any, validate_only: bool) -> tuple[Any, 
             raise KafkaApiError(ErrorCode.invalid_config, str(exc)) from None
         if value is not None:
             configs[item.name] = value
-    if validate_only or state.cluster is not None:
-        return None, partitions, configs
-    return state.create_topic(wanted.name, partitions, configs).topic_id, partitions, configs
+    return partitions, configs
 
 
-async def _create_in_cluster(state: BrokerState, wanted: Any, partitions: int, configs: dict[str, str]) -> Any:
-    """The controller places the replicas; answers once this broker has the topic in its metadata."""
-    assert state.cluster is not None
+async def _create_topic(state: BrokerState, wanted: Any, partitions: int, configs: dict[str, str]) -> Any:
+    """(topic id, replication factor) once this broker has the topic (in a cluster the controller places it)."""
     assignment = [list(a.broker_ids) for a in sorted(wanted.assignments, key=lambda a: a.partition_index)]
-    with controller_errors():
-        info = await state.cluster.topic_admin.create_topic(
-            wanted.name, partitions, wanted.replication_factor, configs, assignment or None
-        )
-    return uuid.UUID(info.topic_id), len(info.partitions[0].replicas) if info.partitions else -1
+    return await state.role.create_topic(wanted.name, partitions, wanted.replication_factor, configs,
+                                         assignment or None)
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -70,11 +58,11 @@ async def handle(state: BrokerState, request: Request) -> Any:
     result_cls = nested(cls, "CreatableTopicResult")
     results = []
     for wanted in request.body.topics:
-        replication = 1
+        replication, topic_id = 1, None
         try:
-            topic_id, partitions, overrides = _create(state, wanted, request.body.validate_only)
-            if state.cluster is not None and not request.body.validate_only:
-                topic_id, replication = await _create_in_cluster(state, wanted, partitions, overrides)
+            partitions, overrides = _validate(state, wanted)
+            if not request.body.validate_only:
+                topic_id, replication = await _create_topic(state, wanted, partitions, overrides)
             code, message, configs = ErrorCode.none, None, _configs(state, cls, overrides)
         except KafkaApiError as exc:
             code, message, partitions, topic_id, configs = exc.code, str(exc), -1, None, ()

@@ -7,7 +7,6 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.handlers._build import NO_THROTTLE, build, nested
-from broker.handlers._controller import controller_errors
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
@@ -36,12 +35,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             topic_id = topic.topic_id
             if topic.is_internal:
                 raise KafkaApiError(ErrorCode.invalid_request, f"topic {name!r} is internal and cannot be deleted")
-            if state.cluster is not None:
-                with controller_errors():  # every broker deletes it as the record arrives
-                    await state.cluster.topic_admin.delete_topic(name)
-            else:
-                state.delete_topic(name)
-                state.offsets.delete_topic(name)
+            await state.role.delete_topic(name)
             code, message = ErrorCode.none, None
         except KafkaApiError as exc:
             code, message = exc.code, str(exc)

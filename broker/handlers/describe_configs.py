@@ -6,7 +6,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_catalog import TOPIC_CONFIGS, ConfigEntry, broker_entries, topic_entry
+from broker.config_catalog import TOPIC_CONFIGS, ConfigEntry, ConfigType, broker_entries, topic_entry
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers._configs import BROKER, TOPIC, check_broker_name, unsupported_resource
 from broker.handlers.context import BrokerState, Request
@@ -34,7 +34,7 @@ def _config(cls: Any, entry: ConfigEntry, synonyms: bool, documentation: bool) -
         value=entry.value,
         read_only=entry.read_only,
         config_source=int(entry.source),
-        is_sensitive=False,
+        is_sensitive=entry.definition.kind is ConfigType.PASSWORD,
         synonyms=tuple(build(synonym_cls, name=s.name, value=s.value, source=int(s.source)) for s in entry.synonyms)
         if synonyms else (),
         config_type=int(entry.definition.kind),

@@ -39,16 +39,8 @@ class SegmentedLog(Protocol):
 def _hosted(state: BrokerState) -> Iterator[tuple[Topic, int]]:
     """Every partition with a replica on this broker: all of them on a single node; in a cluster, those whose
     replica set names this broker in the metadata."""
-    placed: dict[str, tuple[int, ...]] | None = None
-    if state.cluster is not None:
-        node = state.cluster.node_id
-        placed = {
-            info.name: tuple(i for i, part in enumerate(info.partitions) if node in part.replicas)
-            for info in state.cluster.meta.topics.values()
-        }
     for topic in state.topics.all():
-        indexes = range(topic.partitions) if placed is None else placed.get(topic.name, ())
-        for index in indexes:
+        for index in state.role.hosted(topic):
             yield topic, index
 
 
@@ -57,10 +49,7 @@ def _size(plog: PartitionLog) -> int:
 
 
 def _offset_lag(state: BrokerState, topic: Topic, index: int, plog: PartitionLog) -> int:
-    end = plog.log_end_offset
-    if state.cluster is None:
-        return max(plog.high_watermark - end, 0)
-    return max(state.cluster.replicas.high_watermark((topic.name, index)) - end, 0)
+    return state.role.offset_lag((topic.name, index), plog)
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
@@ -72,7 +61,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for topic, index in _hosted(state):
         if wanted is not None and (topic.name, index) not in wanted:
             continue
-        plog = state.log(topic, index)
+        plog = state.partitions.log(topic, index)
         by_topic.setdefault(topic.name, []).append(build(
             partition_cls, partition_index=index, partition_size=_size(plog),
             offset_lag=_offset_lag(state, topic, index, plog), is_future_key=False,

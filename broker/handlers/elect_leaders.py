@@ -9,7 +9,6 @@ is the switch for that.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -44,27 +43,15 @@ def _check(state: BrokerState, election_type: int, topic: str, partition: int) -
     return ErrorCode.none, None
 
 
-async def _elect(state: BrokerState, partitions: list[tuple[str, int]], timeout_s: float) -> None:
-    assert state.cluster is not None
-    await state.cluster.client.call("elect_preferred_leaders", partitions=[list(tp) for tp in partitions])
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
-        if all((info := state.cluster.meta.partition(t, p)) is not None and info.leader == info.replicas[0]
-               for t, p in partitions):
-            return
-        await asyncio.sleep(0.02)
-
-
 async def handle(state: BrokerState, request: Request) -> Any:
     body = request.body
     cls = response_class(request.header.api_key, request.header.api_version)
     election_type = int(getattr(body, "election_type", PREFERRED))
     results = {tp: _check(state, election_type, *tp) for tp in _requested(state, body)}
     todo = [tp for tp, (code, _) in results.items() if code == ErrorCode.none]
-    if todo and state.cluster is not None:
+    if todo:
         try:
-            await _elect(state, todo, min(body.timeout.total_seconds(), 30.0))
+            await state.role.elect_preferred_leaders(todo, min(body.timeout.total_seconds(), 30.0))
         except Exception as exc:  # the controller is unreachable or refused: say so per partition
             for tp in todo:
                 results[tp] = (ErrorCode.request_timed_out, f"election not done: {exc}")

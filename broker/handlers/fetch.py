@@ -5,11 +5,14 @@ send full requests). It is sent once `min_bytes` are available, an error occurs,
 appends wake waiting fetches through the DataNotifier. Each partition returns up to its
 `partition_max_bytes` and the whole response up to `max_bytes`, but the first batch always goes out
 whole so that a batch bigger than the limits cannot stall a consumer (as in Kafka).
+
+Record data read from segments is not copied here: the response carries a token per partition and the
+file ranges go to the server in a `SplicedResponse`, which sends them with sendfile (Kafka's zero-copy
+transfer). Only a consumer reading below a follower-lagged high watermark gets data cut in memory.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from dataclasses import dataclass
@@ -20,24 +23,12 @@ from kio.static.primitive import i32, i64
 
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
-from broker.log_store import FileRange
+from broker.log_store import FileRange, materialize
 from broker.protocol import records
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from broker.replication.errors import ReplicationError
+from broker.protocol.spliced import Insert, SplicedResponse, new_token
 from broker.replication.leader_epochs import diverging_epoch, epoch_cache
-
-
-def _read_chunks(chunks: tuple[bytes | FileRange, ...]) -> bytes:
-    parts = []
-    for chunk in chunks:
-        if isinstance(chunk, FileRange):
-            with open(chunk.path, "rb") as file:
-                file.seek(chunk.position)
-                parts.append(file.read(chunk.size))
-        else:
-            parts.append(chunk)
-    return b"".join(parts)
 
 
 def _below(data: bytes, high: int) -> bytes:
@@ -58,18 +49,6 @@ def replica_id_of(body: Any) -> int:
     return int(getattr(body, "replica_id", -1))
 
 
-def _record_follower_fetches(state: BrokerState, body: Any, by_id: bool, replica_id: int) -> None:
-    if state.cluster is None or replica_id < 0:
-        return
-    for wanted in body.topics:
-        topic = state.topics.by_id(wanted.topic_id) if by_id else state.topics.get(wanted.topic)
-        if topic is None:
-            continue
-        for part in wanted.partitions:
-            with contextlib.suppress(ReplicationError):  # answered per partition in _collect
-                state.cluster.replicas.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset)
-
-
 def _diverging(plog: Any, part: Any) -> Any:
     last_epoch = getattr(part, "last_fetched_epoch", -1)
     return diverging_epoch(epoch_cache(plog), plog.log_end_offset, last_epoch, part.fetch_offset)
@@ -78,20 +57,31 @@ def _diverging(plog: Any, part: Any) -> Any:
 @dataclass(frozen=True)
 class _PartitionRead:
     code: ErrorCode = ErrorCode.none
-    data: bytes = b""
+    chunks: tuple[bytes | FileRange, ...] = ()
+    size: int = 0
     high: int = -1
     start: int = -1
     diverging: Any = None  # a follower's log diverged: answered at once so it truncates before fetching on
 
 
-def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int) -> _PartitionRead:
+def _read_partition(
+    state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int, first_pass: bool
+) -> _PartitionRead:
     state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
-    plog = state.log(topic, part.partition)
-    high, start = state.high_watermark(topic.name, part.partition, plog), plog.log_start_offset
-    if replica_id >= 0 and state.cluster is not None:
+    plog = state.partitions.log(topic, part.partition)
+    start = plog.log_start_offset
+    if replica_id >= 0:  # a follower: only a cluster member has them
         diverging = _diverging(plog, part)
         if diverging is not None:
+            high = state.high_watermark(topic.name, part.partition, plog)
             return _PartitionRead(high=high, start=start, diverging=diverging)
+        if first_pass and start <= part.fetch_offset <= plog.log_end_offset:
+            # Its fetch offset is its log end only once its log agrees with ours (as Kafka's
+            # Partition.fetchRecords updates the follower state only without a diverging epoch): crediting a
+            # divergent suffix would move the high watermark and the ISR over records it does not have.
+            state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset,
+                                         int(getattr(part, "log_start_offset", -1)))
+    high = state.high_watermark(topic.name, part.partition, plog)
     if not start <= part.fetch_offset <= plog.log_end_offset:
         return _PartitionRead(ErrorCode.offset_out_of_range, high=high, start=start)
     readable = plog.log_end_offset if replica_id >= 0 else high
@@ -99,14 +89,23 @@ def _read_partition(state: BrokerState, topic: Any, part: Any, replica_id: int, 
         return _PartitionRead(high=high, start=start)
     # Always return at least the first batch so oversized batches still flow.
     result = plog.read(part.fetch_offset, max(min(part.partition_max_bytes, budget), 1))
-    data = _read_chunks(result.chunks)
     if readable < plog.log_end_offset:
-        data = _below(data, readable)
-    return _PartitionRead(data=data, high=high, start=start)
+        data = _below(materialize(result.chunks), readable)
+        return _PartitionRead(chunks=(data,), size=len(data), high=high, start=start)
+    return _PartitionRead(chunks=result.chunks, size=result.size, high=high, start=start)
+
+
+def _records(read: _PartitionRead, inserts: list[Insert]) -> bytes:
+    """The records field: bytes when the data is in memory, else a token the file ranges replace."""
+    if all(isinstance(chunk, bytes) for chunk in read.chunks):
+        return b"".join(read.chunks)  # type: ignore[arg-type]
+    token = new_token()
+    inserts.append(Insert(token, read.size, read.chunks))
+    return token
 
 
 def _collect(
-    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int = -1
+    state: BrokerState, body: Any, cls: Any, by_id: bool, replica_id: int, inserts: list[Insert], first_pass: bool
 ) -> tuple[list[Any], int, bool]:
     partition_cls = nested(cls, "PartitionData")
     topic_cls = nested(cls, "FetchableTopicResponse")
@@ -128,11 +127,11 @@ def _collect(
             try:
                 if topic is None:
                     raise KafkaApiError(missing, f"fetch from unknown topic {name or wanted.topic_id}")
-                read = _read_partition(state, topic, part, replica_id, budget - total)
+                read = _read_partition(state, topic, part, replica_id, budget - total, first_pass)
             except KafkaApiError as exc:
                 read = _PartitionRead(code=exc.code)
             errors |= read.code != ErrorCode.none or read.diverging is not None
-            total += len(read.data)
+            total += read.size
             answers.append(
                 build(
                     partition_cls,
@@ -143,7 +142,7 @@ def _collect(
                     log_start_offset=read.start,
                     aborted_transactions=None,
                     preferred_read_replica=-1,
-                    records=read.data,
+                    records=_records(read, inserts),
                     **_diverging_field(partition_cls, read.diverging),
                 )
             )
@@ -166,12 +165,16 @@ async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, version)
     by_id = version >= 13
     replica_id = replica_id_of(body)
-    _record_follower_fetches(state, body, by_id, replica_id)
     deadline = time.monotonic() + body.max_wait.total_seconds()
+    first_pass = True  # a follower's fetch offset is its log end when it asked, not at each wake-up
     while True:
-        topics, total, errors = _collect(state, body, cls, by_id, replica_id)
+        inserts: list[Insert] = []
+        topics, total, errors = _collect(state, body, cls, by_id, replica_id, inserts, first_pass)
+        first_pass = False
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or errors or remaining <= 0 or not body.topics:
             break
         await state.notifier.wait(remaining)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=tuple(topics))
+    response = build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=0,
+                     responses=tuple(topics))
+    return SplicedResponse(response, tuple(inserts)) if inserts else response

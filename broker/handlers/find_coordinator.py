@@ -10,7 +10,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator.offsets_topic import partition_for
 from broker.handlers import _placement
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
@@ -18,19 +17,9 @@ from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 
 
-def coordinator(state: BrokerState, key: str) -> _placement.BrokerView:
-    if state.cluster is None:
-        return _placement.brokers(state)[0]
-    topic = state.offsets_topic()  # raises COORDINATOR_NOT_AVAILABLE while it is being created
-    leader = _placement.leader_of(state, topic, partition_for(key, topic.partitions))
-    if leader is None:
-        raise KafkaApiError(ErrorCode.coordinator_not_available, f"the coordinator of {key!r} has no leader yet")
-    return leader
-
-
 def _find(state: BrokerState, key: str) -> tuple[_placement.BrokerView | None, ErrorCode, str | None]:
     try:
-        return coordinator(state, key), ErrorCode.none, None
+        return state.role.coordinator(key), ErrorCode.none, None
     except KafkaApiError as exc:
         return None, exc.code, str(exc)
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.cluster.controller_client import ControllerUnavailable
 from broker.handlers._build import NO_THROTTLE, build
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -22,13 +21,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 ErrorCode.transactional_id_authorization_failed,
                 "transactions are not supported by this broker yet; use idempotence without transactional.id",
             )
-        if state.cluster is not None:  # ids come in blocks from the controller, unique across brokers
-            try:
-                producer_id, epoch = await state.cluster.producer_ids.next_id(), 0
-            except ControllerUnavailable as exc:
-                raise KafkaApiError(ErrorCode.coordinator_not_available, str(exc)) from None
-        else:
-            producer_id, epoch = state.producers.init_producer_id()
+        producer_id, epoch = await state.role.next_producer_id()
         code = ErrorCode.none
     except KafkaApiError as exc:
         producer_id, epoch, code = -1, -1, exc.code

@@ -15,7 +15,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 
 def _lookup(state: BrokerState, topic_name: str, partition: int, timestamp: int) -> tuple[int, int]:
-    plog = state.log(state.require_topic(topic_name), partition)
+    plog = state.partitions.log(state.require_topic(topic_name), partition)
     state.check_leader(topic_name, partition)
     if timestamp == LATEST:
         return -1, state.high_watermark(topic_name, partition, plog)

@@ -80,14 +80,14 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 continue
             assert name is not None
             topic = state.topics.get(name)
-            if state.cluster is not None and topic is not None and name not in state.cluster.meta.topics:
+            if topic is not None and not state.role.knows_topic(name):
                 topic = None  # a local leftover the cluster does not know
-            if topic is None and allow_create and state.cluster is not None:
-                if state.cluster.topic_admin.auto_create(name):
+            if topic is None and allow_create:
+                created = state.auto_create(name)
+                if created is True:  # the controller is creating it
                     entries.append(_error_entry(cls, name, ErrorCode.leader_not_available))
                     continue
-            elif topic is None and allow_create:
-                topic = state.auto_create(name)
+                topic = created if isinstance(created, Topic) else None
             if topic is None:
                 entries.append(_error_entry(cls, name, ErrorCode.unknown_topic_or_partition))
             else:

@@ -12,23 +12,11 @@ from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from broker.replication.leader_epochs import epoch_cache
-
-LEADER_EPOCH = 0
 
 
 def _end(state: BrokerState, topic: str, partition: int, current_epoch: int, epoch: int) -> tuple[int, int]:
-    plog = state.log(state.require_topic(topic), partition)
-    if state.cluster is not None:
-        state.check_leader(topic, partition, current_epoch)
-        answer = epoch_cache(plog).end_offset_for(epoch, plog.log_end_offset)
-        return answer.epoch, answer.end_offset
-    if current_epoch > LEADER_EPOCH:
-        raise KafkaApiError(ErrorCode.unknown_leader_epoch,
-                            f"leader epoch {current_epoch} of {topic}-{partition} is newer than {LEADER_EPOCH}")
-    if epoch < LEADER_EPOCH:
-        return -1, -1  # before the first epoch: undefined, as Kafka answers
-    return LEADER_EPOCH, plog.log_end_offset
+    plog = state.partitions.log(state.require_topic(topic), partition)
+    return state.role.end_offset_for_epoch((topic, partition), plog, current_epoch, epoch)
 
 
 async def handle(state: BrokerState, request: Request) -> Any:

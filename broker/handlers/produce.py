@@ -7,20 +7,18 @@ epoch), and acks=all waits until every in-sync replica has the data (or the requ
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.serial.readers import tz_aware_from_i64
 from kio.static.primitive import i64
 
-from broker.cluster.replicas import now_ms
 from broker.handlers._build import NO_THROTTLE, build, nested
-from broker.handlers.context import BrokerState, Request, replication_error
-from broker.protocol import records
+from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
-from broker.protocol.errors import KafkaApiError
+from broker.protocol.errors import KafkaApiError, named_error
 from broker.protocol.framing import RawResponse
 from broker.protocol.legacy_produce import LegacyProduceRequest, encode_error_response
 from broker.replication.errors import ReplicationError
@@ -31,45 +29,13 @@ log = logging.getLogger("broker.produce")
 
 def _append(state: BrokerState, topic: Topic, partition: int, data: bytes | None) -> tuple[int, int, int, int]:
     """(base offset, log append time, log start offset, end offset) of the appended (or duplicate) data."""
-    state.check_leader(topic.name, partition)
-    plog = state.log(topic, partition)
-    if not data:
-        raise KafkaApiError(ErrorCode.corrupt_message, "produce request without record data")
     limit = int(state.topic_config(topic, "max.message.bytes"))
-    headers = list(records.iter_batches(data))
-    for header in headers:
-        if header.length > limit:
-            raise KafkaApiError(
-                ErrorCode.message_too_large,
-                f"record batch of {header.length} bytes is over max.message.bytes={limit} of topic {topic.name!r}",
-            )
-    duplicates = [state.producers.check(topic.name, partition, header) for header in headers]
-    if duplicates and all(d is not None for d in duplicates):
-        first, last = duplicates[0], duplicates[-1]
-        assert first is not None and last is not None
-        return first.base_offset, -1, plog.log_start_offset, last.last_offset + 1
-    result = state.append_as_leader(topic, partition, data)
-    offset = result.base_offset
-    for header in headers:
-        state.producers.record(topic.name, partition, header, offset)
-        offset += header.last_offset_delta + 1
-    return result.base_offset, result.log_append_time, result.log_start_offset, result.last_offset + 1
+    done = state.partitions.append_as_leader(topic, partition, data, limit)
+    return done.base_offset, done.log_append_time, done.log_start_offset, done.end_offset
 
 
 def _check_in_sync_replicas(state: BrokerState, topic: Topic, partition: int) -> None:
-    if state.cluster is not None:
-        try:
-            state.cluster.replicas.leader((topic.name, partition)).check_produce(-1, now_ms())
-        except ReplicationError as exc:
-            raise replication_error(exc) from None
-        return
-    wanted = int(state.topic_config(topic, "min.insync.replicas"))
-    if wanted > 1:
-        raise KafkaApiError(
-            ErrorCode.not_enough_replicas,
-            f"acks=all on {topic.name!r} needs min.insync.replicas={wanted} in-sync replicas; this single-node"
-            " broker has 1",
-        )
+    state.role.check_min_insync(topic, partition, int(state.topic_config(topic, "min.insync.replicas")))
 
 
 def _refuse_legacy(request: Request) -> RawResponse | None:
@@ -92,14 +58,17 @@ async def handle(state: BrokerState, request: Request) -> Any:
     partition_cls = nested(cls, "PartitionProduceResponse")
     acks = body.acks
     topics = []
-    waits: list[tuple[dict[str, Any], asyncio.Future[None]]] = []
+    waits: list[tuple[dict[str, Any], Awaitable[None]]] = []
     for topic_data in body.topic_data:
         answers = []
         topic: Topic | None = None
         topic_error: KafkaApiError | None = None
         try:
             validate_name(topic_data.name)
-            topic = state.topics.get(topic_data.name) or state.auto_create(topic_data.name)
+            topic = state.topics.get(topic_data.name)
+            if topic is None:
+                created = state.auto_create(topic_data.name)
+                topic = created if isinstance(created, Topic) else None
             if topic is None:
                 raise KafkaApiError(ErrorCode.unknown_topic_or_partition, f"topic {topic_data.name!r} does not exist")
         except KafkaApiError as exc:
@@ -127,10 +96,9 @@ async def handle(state: BrokerState, request: Request) -> Any:
                 log_start_offset=start, record_errors=(), error_message=message,
             )
             answers.append(answer)
-            if acks == -1 and state.cluster is not None and error == ErrorCode.none and topic is not None:
+            if acks == -1 and error == ErrorCode.none and topic is not None:
                 timeout_ms = int(body.timeout.total_seconds() * 1000)
-                waits.append((answer, state.cluster.replicas.wait_for_isr((topic.name, partition_data.index), end,
-                                                                          timeout_ms)))
+                waits.append((answer, state.role.wait_for_isr((topic.name, partition_data.index), end, timeout_ms)))
         topics.append((topic_data.name, answers))
     state.notifier.notify()
     if waits:
@@ -144,13 +112,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
     ))
 
 
-async def _await_replication(waits: list[tuple[dict[str, Any], asyncio.Future[None]]]) -> None:
+async def _await_replication(waits: list[tuple[dict[str, Any], Awaitable[None]]]) -> None:
     """acks=all: wait for the ISR; a partition that does not get there answers with why."""
     for answer, future in waits:
         try:
             await future
         except ReplicationError as exc:
-            error = replication_error(exc)
+            error = named_error(exc.kafka_error, str(exc))
             answer.update(error_code=error.code, error_message=str(error), base_offset=-1)
         except TimeoutError:
             answer.update(error_code=ErrorCode.request_timed_out, base_offset=-1,

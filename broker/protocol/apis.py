@@ -58,6 +58,15 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("txn_offset_commit", 0, 5),
     ("describe_transactions", 0, 0),
     ("list_transactions", 0, 1),
+    # Security (broker/security/), the ranges Kafka 4.3 serves. After SaslHandshake v0 the client sends raw
+    # SASL tokens instead of SaslAuthenticate (librdkafka < 2.x needs v0 advertised).
+    ("sasl_handshake", 0, 1),
+    ("sasl_authenticate", 0, 2),
+    ("describe_acls", 1, 3),
+    ("create_acls", 1, 3),
+    ("delete_acls", 1, 3),
+    ("describe_user_scram_credentials", 0, 0),
+    ("alter_user_scram_credentials", 0, 0),
 )
 
 _KEY_BY_NAME = {name: key for key, name in api_key_map.items()}

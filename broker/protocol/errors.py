@@ -66,3 +66,10 @@ def error_class(code: int) -> type[KafkaApiError]:
 def raise_for_code(code: int, message: str = "") -> None:
     if code != 0:
         raise error_class(code)(None, message)
+
+
+def named_error(name: str, message: str, default: ErrorCode = ErrorCode.unknown_server_error) -> KafkaApiError:
+    """The error for a Kafka error name as other layers carry it ("NOT_LEADER_OR_FOLLOWER"); the one mapping
+    from names to codes: a name kio does not know becomes `default`."""
+    key = name.lower()
+    return KafkaApiError(ErrorCode[key] if key in ErrorCode.__members__ else default, message)

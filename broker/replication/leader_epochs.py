@@ -60,24 +60,43 @@ class LeaderEpochCache:
         return LeaderEpochCache(tuple(e for e in self.entries if e.start_offset < end_offset))
 
 
-def truncation_offset(follower: LeaderEpochCache, follower_leo: int, leader: LeaderEpochCache, leader_leo: int) -> int:
-    """Where a follower must truncate its log before fetching from the leader.
+def truncate_on_diverging(follower: LeaderEpochCache, follower_leo: int, answer: EpochEnd) -> int:
+    """Where a follower truncates when the leader answered its fetch with a diverging epoch (`answer`: the
+    leader's largest epoch <= the one we asked about, and where it ends there). The rule of Kafka's
+    `AbstractFetcherThread.getOffsetTruncationState`:
+    - we had that epoch too: truncate to the smaller end (the leader's or ours);
+    - we never had it: truncate to our own end of the largest epoch below it, and ask again from there;
+    - we have no epoch that old: every record we hold is from epochs the leader never had, so none is
+      kept (Kafka truncates to the leader's end here, a rule for logs older than leader epochs; it would
+      keep a divergent record, as the property test in tests/broker/replication shows).
+    The fetcher (broker/cluster/fetcher.py) runs this; `truncation_offset` repeats it as the fetch rounds do."""
+    mine = follower.end_offset_for(answer.epoch, follower_leo)
+    if mine.epoch == UNDEFINED_EPOCH:
+        return min(follower.entries[0].start_offset if follower.entries else 0, follower_leo)
+    if mine.epoch != answer.epoch:
+        return min(mine.end_offset, follower_leo)
+    return min(answer.end_offset, mine.end_offset, follower_leo)
 
-    The follower asks the leader for the end of its own latest epoch; if the leader has an older
-    epoch only, the follower asks again for that one (its own end for that epoch bounds the answer).
+
+def truncation_offset(follower: LeaderEpochCache, follower_leo: int, leader: LeaderEpochCache, leader_leo: int) -> int:
+    """Where a follower's log ends once it stops diverging from the leader's: the fetch rounds played out.
+
+    Each round is what production runs: the leader answers a fetch (last fetched epoch, fetch offset) with
+    `diverging_epoch`, the follower truncates with `truncate_on_diverging` and fetches again. A leader that
+    knows none of our epochs answers the undefined epoch: nothing is known in common (0).
     """
-    epoch = follower.latest_epoch()
     end = follower_leo
-    while epoch != UNDEFINED_EPOCH:
-        answer = leader.end_offset_for(epoch, leader_leo)
+    while follower.latest_epoch() != UNDEFINED_EPOCH:
+        answer = diverging_epoch(leader, leader_leo, follower.latest_epoch(), end)
+        if answer is None:
+            return end
         if answer.epoch == UNDEFINED_EPOCH:
-            return 0  # the leader knows none of our epochs: nothing in common
-        mine = follower.end_offset_for(answer.epoch, follower_leo)
-        if mine.epoch == answer.epoch:
-            return min(answer.end_offset, mine.end_offset, end)
-        # We never had the leader's epoch: drop ours above it and ask again for our older one.
-        end = min(end, max(mine.end_offset, 0))
-        epoch = mine.epoch
+            return 0
+        cut = truncate_on_diverging(follower, end, answer)
+        if cut >= end:
+            return end  # no progress: what is left is common
+        end = cut
+        follower = follower.truncate_from_end(end)
     return 0
 
 

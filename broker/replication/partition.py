@@ -8,7 +8,10 @@ the fetch offset is that follower's log end offset), and the state derives:
 - ISR expand: a follower whose LEO reaches the high watermark (and the current epoch's start) is
   proposed for addition.
 ISR changes are *proposals* (`pending_isr`): the controller must accept them (AlterPartition) and
-the result comes back through `apply_leader_and_isr`, as in Kafka.
+the result comes back through `apply_leader_and_isr`, as in Kafka. While a proposal is unresolved the
+high watermark waits for every replica of the committed ISR *and* of the proposal (Kafka's "maximal
+ISR", KIP-497): the controller may already have let a joining follower in, and any ISR member may be
+elected leader, so nothing it lacks may count as acknowledged.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class ReplicaState:
     last_caught_up_ms: int = 0  # last time this replica's LEO reached the leader's LEO
     last_fetch_leader_leo: int = 0  # the leader's LEO at this replica's previous fetch
     last_fetch_ms: int = 0
+    log_start: int = 0  # the log start offset this replica reported with its last fetch
 
 
 @dataclass
@@ -42,6 +46,10 @@ class PartitionReplication:
     replica_lag_time_max_ms: int = 30_000
     leader_epoch_start_offset: int = 0
     high_watermark: int = 0
+    partition_epoch: int = 0  # of the committed state `isr` belongs to; AlterPartition names it
+    # An ISR sent to the controller and not yet resolved: until the partition's epoch moves (the controller
+    # applied it, or another change made it stale) or the controller refused it outright.
+    proposed_isr: tuple[int, ...] | None = None
     replica_state: dict[int, ReplicaState] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -86,11 +94,15 @@ class PartitionReplication:
         st.last_caught_up_ms = now_ms
         return self._update_hw()
 
-    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
-        """A follower fetched from `fetch_offset` (its LEO); returns whether the high watermark moved."""
+    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, log_start: int = -1) -> bool:
+        """A follower fetched from `fetch_offset` (its LEO) with its log starting at `log_start` (-1: not
+        told); returns whether the high watermark or the follower's log start moved."""
         if replica_id not in self.replica_state:
             raise NotLeaderOrFollower(f"broker {replica_id} is not a replica of this partition {self.replicas}")
         st = self.replica_state[replica_id]
+        start_moved = log_start >= 0 and log_start != st.log_start
+        if log_start >= 0:
+            st.log_start = log_start
         st.leo = min(fetch_offset, self.leader_leo)
         if st.leo >= self.leader_leo:
             st.last_caught_up_ms = now_ms
@@ -100,10 +112,29 @@ class PartitionReplication:
             st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
         st.last_fetch_leader_leo = self.leader_leo
         st.last_fetch_ms = now_ms
-        return self._update_hw()
+        return self._update_hw() or start_moved
+
+    def low_watermark(self, leader_log_start: int, live: set[int]) -> int:
+        """The lowest log start over this leader and every follower on a live broker (Kafka's
+        `Partition.lowWatermarkIfLeader`): DeleteRecords is done once it reaches the requested offset, so no
+        replica that may lead next still serves the deleted records."""
+        starts = [self.replica_state[r].log_start for r in self.replicas if r != self.leader_id and r in live]
+        return min([leader_log_start, *starts])
+
+    def maximal_isr(self) -> set[int]:
+        """The replicas the high watermark waits for: the committed ISR and the one proposed."""
+        return set(self.isr) | set(self.proposed_isr or ())
+
+    def propose_isr(self, isr: tuple[int, ...]) -> None:
+        """The leader sends `isr` to the controller (AlterPartition at `partition_epoch`)."""
+        self.proposed_isr = isr
+
+    def proposal_refused(self) -> None:
+        """The controller refused the proposal without changing anything (e.g. a fenced joiner)."""
+        self.proposed_isr = None
 
     def _update_hw(self) -> bool:
-        new = min(self.replica_state[r].leo for r in self.isr)
+        new = min(self.replica_state[r].leo for r in self.maximal_isr())
         if new > self.high_watermark:
             self.high_watermark = new
             return True
@@ -143,10 +174,13 @@ class PartitionReplication:
             )
         return True
 
-    def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...]) -> None:
-        """The controller accepted an ISR (or leader epoch) change."""
+    def apply_leader_and_isr(self, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int) -> None:
+        """The controller's committed state of the partition (applied on every metadata update)."""
         if leader_epoch < self.leader_epoch:
             raise FencedLeaderEpoch(f"stale LeaderAndIsr: epoch {leader_epoch} < {self.leader_epoch}")
+        if partition_epoch != self.partition_epoch:
+            self.proposed_isr = None  # resolved: it is this state, or the controller can no longer apply it
         self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
         self.isr = isr
         self._update_hw()

@@ -5,6 +5,10 @@ kept records are copied byte for byte; only recordCount, length and CRC are reco
 (null value) are dropped once older than delete.retention.ms. A compressed batch that loses records is
 written back uncompressed (its compression bits cleared): valid for every reader, and it spares
 re-encoding with each codec. The active segment is never cleaned.
+
+It runs in the store's maintenance thread while requests append on the event loop: it reads a snapshot
+of the segment list without the log's lock and hands each rewritten segment to `replace_segment`, which
+swaps it under the lock unless the log was truncated meanwhile.
 """
 
 from __future__ import annotations
@@ -64,8 +68,10 @@ def _filtered(data: bytes, header: records.BatchHeader, latest: dict[bytes, int]
 
 def clean(log: DiskPartitionLog, delete_retention_ms: int, now_ms: int | None = None) -> CleanResult:
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    closed = [s for s in log.segments[:-1] if s.next_offset <= log.high_watermark]
-    latest = _latest_offsets(log, log.segments)  # newer values in the active segment count too
+    with log.lock:
+        generation, segments, high = log.generation, list(log.segments), log.high_watermark
+    closed = [s for s in segments[:-1] if s.next_offset <= high]
+    latest = _latest_offsets(log, segments)  # newer values in the active segment count too
     removed_total = 0
     for segment in closed:
         out = bytearray()
@@ -78,7 +84,6 @@ def clean(log: DiskPartitionLog, delete_retention_ms: int, now_ms: int | None = 
             kept, dropped = _filtered(data, header, latest, now - delete_retention_ms)
             out += kept
             removed += dropped
-        if removed:
-            log.replace_segment(segment, bytes(out))
+        if removed and log.replace_segment(segment, bytes(out), generation):
             removed_total += removed
     return CleanResult(len(closed), removed_total)

@@ -1,19 +1,31 @@
-"""A partition log on disk: segments, offsets, reads as file ranges, truncation, recovery on open."""
+"""A partition log on disk: segments, offsets, reads as file ranges, truncation; recovery on open is
+broker/storage/loader.py's (Kafka's LogLoader).
+
+Threads: requests use the log on the event loop; the store's background threads fsync rolled segments
+(`flush_sealed`), and run retention and compaction. `lock` guards the segment list and the checkpoint
+files; the slow parts (fsync of a sealed segment, reading and rewriting segments for compaction) run
+without it, so the event loop never waits for them. Apache Kafka flushes rolled segments asynchronously
+too (`UnifiedLog.roll` schedules `flushUptoOffsetExclusive`) and swaps cleaned segments under the log lock.
+"""
 
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from broker.log_store import AppendResult, FileRange, ReadResult, TimestampOffset
 from broker.protocol import records
 from broker.storage import checkpoint
 from broker.storage.config import StorageConfig
-from broker.storage.producer_state import ProducerStateTable
+from broker.storage.loader import load_epochs, load_producers, recover_segments
 from broker.storage.record_view import iter_records
 from broker.storage.segment import Segment
 from broker.storage.validation import validate_batches
@@ -24,78 +36,53 @@ CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 STATE = "partition-state-checkpoint"  # recovery-point, log-start-offset, high-watermark
 EPOCHS = "leader-epoch-checkpoint"
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    @functools.wraps(method)
+    def wrapper(self: DiskPartitionLog, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 class DiskPartitionLog:
     def __init__(self, directory: Path, config: StorageConfig) -> None:
         self.directory = directory
         self.config = config
+        self.lock = threading.RLock()
+        # Runs `flush_sealed` after a roll; None: at once, in the caller (tools and tests use the log alone).
+        self.background: Callable[[Callable[[], None]], object] | None = None
+        # Bumped whenever records may disappear from the tail (truncation): compaction planned against an
+        # older generation is dropped, since its view of the newest value per key may be gone.
+        self.generation = 0
+        self._sealed: list[Segment] = []  # rolled, not yet fsynced
         directory.mkdir(parents=True, exist_ok=True)
         state = checkpoint.read_offsets(directory / STATE)
         clean = (directory / CLEAN_SHUTDOWN).exists()
         self.recovered_unclean = not clean
-        self._segments: list[Segment] = []
-        self._recover(clean, state.get("recovery-point", 0))
+        self._segments = recover_segments(directory, config.index_interval_bytes, clean,
+                                          state.get("recovery-point", 0))
         self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
         self._start = min(self._start, self.log_end_offset)
-        self._epochs = self._load_epochs()
-        self.producers = self._load_producers()
+        self._epochs = load_epochs(directory / EPOCHS, not clean, self.log_end_offset)
+        self.producers = load_producers(directory, self._segments, self.log_end_offset)
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self._closed = False
         self.recovery_point = self.log_end_offset
         (directory / CLEAN_SHUTDOWN).unlink(missing_ok=True)
-        self._checkpoint()
-
-    # -- recovery ---------------------------------------------------------------------------
-    def _recover(self, clean: bool, recovery_point: int) -> None:
-        for tmp in [*self.directory.glob("*.tmp"), *self.directory.glob("*.cleaned")]:
-            tmp.unlink()  # a half-written checkpoint or index rewrite; the real file is intact
-        for stray in self.directory.glob("*.index"):
-            if not stray.with_suffix(".log").exists():
-                stray.unlink()  # crash between roll steps: index created, log not
-        for stray in self.directory.glob("*.timeindex"):
-            if not stray.with_suffix(".log").exists():
-                stray.unlink()
-        bases = sorted(int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit())
-        # Segments may leave offset gaps (compaction, deleted records) but never overlap. After the
-        # first damaged segment nothing is trusted: later segments are removed.
-        expected = 0
-        damaged = False
-        for base in bases:
-            segment = Segment(self.directory, base, self.config.index_interval_bytes)
-            if damaged or base < expected:
-                _log.warning("recovery: %s: removed, it %s", segment.path,
-                             "follows a damaged segment" if damaged else f"overlaps offsets before {expected}")
-                segment.delete()
-                continue
-            verify = not clean or segment.base_offset >= recovery_point or base == bases[-1]
-            intact = segment.load(verify=verify)
-            if segment.size == 0 and base != bases[-1]:
-                segment.delete()  # an empty closed segment (e.g. crash mid-roll): nothing to keep
-                damaged = damaged or not intact
-                continue
-            self._segments.append(segment)
-            expected = segment.next_offset
-            damaged = not intact
-        if not self._segments:
-            self._segments.append(Segment(self.directory, 0, self.config.index_interval_bytes))
-
-    def _load_epochs(self) -> list[tuple[int, int]]:
-        epochs = checkpoint.read_pairs(self.directory / EPOCHS)
-        if epochs is None or not self.recovered_unclean:
-            return epochs or []
-        return [(e, o) for e, o in epochs if o < self.log_end_offset]
-
-    def _load_producers(self) -> ProducerStateTable:
-        table, offset = ProducerStateTable.load(self.directory, self.log_end_offset)
-        for segment in self._segments:
-            if segment.next_offset > offset:
-                for header in segment.batches():
-                    if header.base_offset + header.last_offset_delta >= offset:
-                        table.update(header)
-        return table
+        # After a clean shutdown the checkpoints already say all this: skip their fsyncs (4 per partition,
+        # most of a restart's time with thousands of partitions).
+        unchanged = clean and state == {"recovery-point": self.recovery_point, "log-start-offset": self._start,
+                                        "high-watermark": self.high_watermark}
+        if not unchanged:
+            self._checkpoint()
 
     def _checkpoint(self) -> None:
+        # Under `lock` (callers hold it): the background flusher writes the same files.
         checkpoint.write_offsets(self.directory / STATE, {
             "recovery-point": self.recovery_point,
             "log-start-offset": self._start,
@@ -117,6 +104,10 @@ class DiskPartitionLog:
         return self.log_end_offset  # single replica: everything appended is committed
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def segments(self) -> list[Segment]:
         return self._segments
 
@@ -125,6 +116,7 @@ class DiskPartitionLog:
         return list(self._epochs)
 
     # -- append -----------------------------------------------------------------------------
+    @_locked
     def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
         headers = validate_batches(batch_bytes, self.config.max_message_bytes)
         buffer = bytearray(batch_bytes)
@@ -151,6 +143,32 @@ class DiskPartitionLog:
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, append_time, self._start)
 
+    @_locked
+    def append_replicated(self, batch_bytes: bytes) -> AppendResult:
+        """A follower's append (Kafka's `UnifiedLog.appendAsFollower`): the leader's batches byte for byte,
+        with the offsets, leader epochs and append times the leader gave them. They must continue this log."""
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+        base = next_offset = self.log_end_offset
+        for header in headers:
+            if header.base_offset != next_offset:
+                raise ValueError(f"{self.directory.name}: replicated batch at offset {header.base_offset}, the log"
+                                 f" ends at {next_offset}")
+            next_offset += header.last_offset_delta + 1
+        self._maybe_roll(len(batch_bytes))
+        new_epochs = False
+        for header in headers:
+            if not self._epochs or self._epochs[-1][0] < header.leader_epoch:
+                self._epochs.append((header.leader_epoch, header.base_offset))
+                new_epochs = True
+        if new_epochs:
+            checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
+        self._segments[-1].append(batch_bytes, headers)
+        for header in headers:
+            self.producers.update(header)
+        self._unflushed += next_offset - base
+        self._maybe_flush()
+        return AppendResult(base, next_offset - 1, -1, self._start)
+
     def _maybe_roll(self, incoming: int) -> None:
         active = self._segments[-1]
         if active.size == 0:
@@ -160,15 +178,34 @@ class DiskPartitionLog:
                 or len(active.index) >= self.config.max_index_entries - 1):
             self.roll()
 
+    @_locked
     def roll(self) -> None:
-        # Order matters for crash safety: seal and fsync the old segment, then record it as the
-        # recovery point, then create the new files (recovery removes half-created ones).
+        # The sealed segment is fsynced afterwards, off the event loop; the recovery point moves only once
+        # it is on disk. A crash before that is an unclean shutdown: recovery then verifies every segment.
         active = self._segments[-1]
         active.seal()
-        active.flush(True)
-        self.recovery_point = max(self.recovery_point, active.next_offset)
-        self._checkpoint()
         self._segments.append(Segment(self.directory, active.next_offset, self.config.index_interval_bytes))
+        self._sealed.append(active)
+        if self.background is None:
+            self.flush_sealed()
+        else:
+            self.background(self.flush_sealed)
+
+    def flush_sealed(self) -> None:
+        """fsync the segments rolled since the last call, then advance the recovery point past them."""
+        with self.lock:
+            pending, self._sealed = self._sealed, []
+        flushed = -1
+        for segment in pending:
+            try:
+                segment.flush(True)  # without the lock: a sealed segment is never written again
+            except (OSError, ValueError):
+                continue  # deleted or truncated away meanwhile: nothing of it to keep
+            flushed = max(flushed, segment.next_offset)
+        with self.lock:
+            if flushed > self.recovery_point and not self._closed:
+                self.recovery_point = min(flushed, self.log_end_offset)
+                self._checkpoint()
 
     def _maybe_flush(self) -> None:
         now = time.monotonic()
@@ -177,6 +214,7 @@ class DiskPartitionLog:
         if due:
             self.flush()
 
+    @_locked
     def flush(self) -> None:
         for segment in self._segments:
             if segment.next_offset > self.recovery_point or segment is self._segments[-1]:
@@ -190,6 +228,7 @@ class DiskPartitionLog:
     def _segment_for(self, offset: int) -> int:
         return max(bisect.bisect_right([s.base_offset for s in self._segments], offset) - 1, 0)
 
+    @_locked
     def read(self, offset: int, max_bytes: int) -> ReadResult:
         if offset < self._start or offset >= self.log_end_offset:
             return ReadResult((), 0)
@@ -205,9 +244,10 @@ class DiskPartitionLog:
                     if size + header.length > max_bytes:
                         break
                     size += header.length
-            return ReadResult((FileRange(str(segment.path), position, size),), size)
+            return ReadResult((FileRange(str(segment.path), position, size, segment.file),), size)
         return ReadResult((), 0)
 
+    @_locked
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         for segment in self._segments:
             if segment.max_timestamp < timestamp:
@@ -225,6 +265,7 @@ class DiskPartitionLog:
                         return TimestampOffset(record.timestamp, record.offset)
         return None
 
+    @_locked
     def max_timestamp(self) -> TimestampOffset | None:
         best: TimestampOffset | None = None
         for segment in self._segments:
@@ -233,6 +274,7 @@ class DiskPartitionLog:
         return best
 
     # -- deletion ---------------------------------------------------------------------------
+    @_locked
     def delete_records_before(self, offset: int) -> int:
         self._start = max(self._start, min(offset, self.high_watermark))
         while len(self._segments) > 1 and self._segments[1].base_offset <= self._start:
@@ -240,23 +282,36 @@ class DiskPartitionLog:
         self._checkpoint()
         return self._start
 
-    def replace_segment(self, segment: Segment, content: bytes) -> None:
-        """Swap a closed segment's content (the cleaner's output): write `.cleaned`, fsync, rename over."""
-        index = self._segments.index(segment)
+    def replace_segment(self, segment: Segment, content: bytes, generation: int | None = None) -> bool:
+        """Swap a closed segment's content (the cleaner's output): write `.cleaned`, fsync, rename over.
+
+        The write runs without the lock; the swap is skipped (False) when the segment left the log or the
+        log was truncated since `generation`, the state the content was computed from."""
         cleaned = segment.path.with_name(segment.path.name + ".cleaned")
         with cleaned.open("wb") as handle:
             handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
+        with self.lock:
+            stale = generation is not None and generation != self.generation
+            if stale or self._closed or segment not in self._segments:
+                cleaned.unlink(missing_ok=True)
+                return False
+            self._swap(segment, cleaned)
+            return True
+
+    def _swap(self, segment: Segment, cleaned: Path) -> None:
+        index = self._segments.index(segment)
         segment.close()
         segment.index.path.unlink(missing_ok=True)
         segment.time_index.path.unlink(missing_ok=True)
         cleaned.replace(segment.path)
         fresh = Segment(self.directory, segment.base_offset, self.config.index_interval_bytes)
-        fresh.load(verify=True)
+        fresh.load(verify=False, trusted=True)
         fresh.seal()
         self._segments[index] = fresh
 
+    @_locked
     def delete_segments(self, count: int) -> None:
         """Used by retention: drop the `count` oldest segments, moving the log start offset."""
         for _ in range(count):
@@ -264,10 +319,12 @@ class DiskPartitionLog:
         self._start = max(self._start, self._segments[0].base_offset)
         self._checkpoint()
 
+    @_locked
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding an offset >= `offset` (like Kafka, the whole batch holding it)."""
         if offset >= self.log_end_offset:
             return
+        self.generation += 1
         if offset <= self._segments[0].base_offset:
             for segment in self._segments:  # nothing left: start over at `offset`
                 segment.delete()
@@ -281,13 +338,15 @@ class DiskPartitionLog:
             segment.truncate_to_position(cut[0])
         self._start = min(self._start, self.log_end_offset)
         self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
-        self.producers = self._load_producers()
+        self.producers = load_producers(self.directory, self._segments, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._checkpoint()
 
+    @_locked
     def restart_at(self, offset: int) -> None:
         """Drop every record and continue at `offset` (Kafka's truncateFullyAndStartAt): a follower whose
         log ends before the leader's log start can never fetch the records in between."""
+        self.generation += 1
         for segment in self._segments:
             segment.delete()
         for snapshot in self.directory.glob("*.snapshot"):
@@ -295,10 +354,11 @@ class DiskPartitionLog:
         self._segments = [Segment(self.directory, offset, self.config.index_interval_bytes)]
         self._start = offset
         self._epochs = []
-        self.producers = self._load_producers()
+        self.producers = load_producers(self.directory, self._segments, self.log_end_offset)
         self.recovery_point = offset
         self._checkpoint()
 
+    @_locked
     def close(self) -> None:
         if self._closed:
             return  # callers may close through the handler and again through the store

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 ENTRY = struct.Struct(">ii")
 
@@ -15,7 +17,10 @@ class OffsetIndex:
         self.base_offset = base_offset
         self.offsets: list[int] = []  # relative
         self.positions: list[int] = []
-        self._file = path.open("ab")
+        path.touch()
+        # Opened on the first append and closed when the segment is sealed: a closed segment holds no
+        # handle here, so thousands of partitions x segments stay within the process's descriptor limit.
+        self._file: BinaryIO | None = None
 
     def load(self) -> bool:
         """Read the file; False (and empty) when it is missing or not a valid index, so the caller rebuilds."""
@@ -38,7 +43,7 @@ class OffsetIndex:
             return
         self.offsets.append(relative)
         self.positions.append(position)
-        self._file.write(ENTRY.pack(relative, position))
+        self._handle().write(ENTRY.pack(relative, position))
 
     def lookup(self, offset: int) -> int:
         """Position of the last indexed batch at or before `offset` (0 when none)."""
@@ -50,18 +55,31 @@ class OffsetIndex:
         self.offsets, self.positions = self.offsets[:keep], self.positions[:keep]
         self.rewrite()
 
+    def detach(self) -> None:
+        """Keep later appends in memory only, until `rewrite` or `close`: a recovery walk rebuilds the entries
+        and writes the file only if they differ from it."""
+        self.close()
+        self._file = io.BytesIO()
+
+    def _handle(self) -> BinaryIO:
+        if self._file is None:
+            self._file = self.path.open("ab")
+        return self._file
+
     def rewrite(self) -> None:
-        self._file.close()
+        self.close()
         tmp = self.path.with_suffix(".index.tmp")
         tmp.write_bytes(b"".join(ENTRY.pack(o, p) for o, p in zip(self.offsets, self.positions, strict=True)))
         tmp.replace(self.path)
-        self._file = self.path.open("ab")
 
     def __len__(self) -> int:
         return len(self.offsets)
 
     def flush(self) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None

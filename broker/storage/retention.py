@@ -11,6 +11,11 @@ def apply_retention(log: DiskPartitionLog, now_ms: int | None = None) -> int:
     """Delete expired leading segments; returns how many. Never the active segment, never a segment
     holding offsets at or beyond the high watermark (consumers may not have seen them)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
+    with log.lock:  # decided and applied at once: an append may roll a segment meanwhile (maintenance thread)
+        return 0 if log.closed else _apply(log, now)
+
+
+def _apply(log: DiskPartitionLog, now: int) -> int:
     config = log.config
     segments = log.segments
     total = sum(s.size for s in segments)

@@ -4,6 +4,13 @@ The store holds an exclusive `flock` on `<data dir>/.lock` while it is open, as 
 LogManager locks `.lock` in each log dir: a second broker on the same directory stops at start-up
 instead of writing the same segments. The kernel drops the lock when the process dies, so a crash
 never leaves a stale lock behind.
+
+Threads (so that recovery, fsync and compaction never hold up requests on the event loop):
+- `open_all` opens and recovers many logs at start-up in a pool sized to the machine's cores, like Kafka's
+  `LogManager.loadLogs` (`num.recovery.threads.per.data.dir`);
+- one flusher thread fsyncs segments as they roll (`DiskPartitionLog.flush_sealed`);
+- `maintain` (retention and compaction) is meant to run in a worker thread; each log's lock makes its
+  changes atomic with respect to appends.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ import fcntl
 import logging
 import os
 import shutil
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from broker.config import ConfigError
@@ -68,6 +77,7 @@ class DiskLogStore:
         self._lock_fd: int | None = lock_data_dir(data_dir)
         self._logs: dict[tuple[str, int], DiskPartitionLog] = {}
         self._policies: dict[tuple[str, int], LogConfig] = {}
+        self._flusher = ThreadPoolExecutor(1, thread_name_prefix="log-flusher")
 
     def _directory(self, topic: str, partition: int) -> Path:
         return self.data_dir / f"{topic}-{partition}"
@@ -75,10 +85,30 @@ class DiskLogStore:
     def open(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
         log = self._logs.get((topic, partition))
         if log is None:
-            log = DiskPartitionLog(self._directory(topic, partition), storage_config(config))
-            self._logs[(topic, partition)] = log
-            self._policies[(topic, partition)] = config
+            log = self._register(topic, partition, config, self._load(topic, partition, config))
         return log
+
+    def _load(self, topic: str, partition: int, config: LogConfig) -> DiskPartitionLog:
+        return DiskPartitionLog(self._directory(topic, partition), storage_config(config))
+
+    def _register(self, topic: str, partition: int, config: LogConfig, log: DiskPartitionLog) -> DiskPartitionLog:
+        log.background = self._flusher.submit
+        self._logs[(topic, partition)] = log
+        self._policies[(topic, partition)] = config
+        return log
+
+    def open_all(
+        self, partitions: Iterable[tuple[str, int, LogConfig]], workers: int | None = None
+    ) -> dict[tuple[str, int], PartitionLog]:
+        """Open every given log at once, recovering them in parallel (one thread per core by default)."""
+        items = list(partitions)
+        wanted = [(t, p, c) for t, p, c in items if (t, p) not in self._logs]
+        if wanted:
+            with ThreadPoolExecutor(workers or os.cpu_count() or 1, thread_name_prefix="log-loader") as pool:
+                loaded = list(pool.map(lambda item: self._load(*item), wanted))
+            for (topic, partition, config), log in zip(wanted, loaded, strict=True):
+                self._register(topic, partition, config, log)
+        return {(t, p): self._logs[(t, p)] for t, p, _ in items}
 
     def reconfigure(self, topic: str, partition: int, config: LogConfig) -> None:
         """New topic configs (AlterConfigs) for an open log: later appends, rolls and maintenance use them."""
@@ -108,6 +138,7 @@ class DiskLogStore:
         shutil.rmtree(self._directory(topic, partition), ignore_errors=True)
 
     def close(self) -> None:
+        self._flusher.shutdown(wait=True)  # rolled segments reach the disk before the clean-shutdown marker
         for log in self._logs.values():
             log.close()
         self._logs.clear()

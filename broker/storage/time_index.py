@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 ENTRY = struct.Struct(">qi")
 
@@ -15,7 +17,10 @@ class TimeIndex:
         self.base_offset = base_offset
         self.timestamps: list[int] = []
         self.offsets: list[int] = []  # relative
-        self._file = path.open("ab")
+        path.touch()
+        # Opened on the first append and closed when the segment is sealed: a closed segment holds no
+        # handle here, so thousands of partitions x segments stay within the process's descriptor limit.
+        self._file: BinaryIO | None = None
 
     def load(self) -> bool:
         data = self.path.read_bytes() if self.path.exists() else b""
@@ -37,7 +42,7 @@ class TimeIndex:
             return
         self.timestamps.append(timestamp)
         self.offsets.append(offset - self.base_offset)
-        self._file.write(ENTRY.pack(timestamp, offset - self.base_offset))
+        self._handle().write(ENTRY.pack(timestamp, offset - self.base_offset))
 
     def lookup(self, timestamp: int) -> int:
         """The offset to start scanning from for the first record with timestamp >= `timestamp`."""
@@ -49,18 +54,31 @@ class TimeIndex:
         self.timestamps, self.offsets = self.timestamps[:keep], self.offsets[:keep]
         self.rewrite()
 
+    def detach(self) -> None:
+        """Keep later appends in memory only, until `rewrite` or `close`: a recovery walk rebuilds the entries
+        and writes the file only if they differ from it."""
+        self.close()
+        self._file = io.BytesIO()
+
+    def _handle(self) -> BinaryIO:
+        if self._file is None:
+            self._file = self.path.open("ab")
+        return self._file
+
     def rewrite(self) -> None:
-        self._file.close()
+        self.close()
         tmp = self.path.with_suffix(".timeindex.tmp")
         tmp.write_bytes(b"".join(ENTRY.pack(t, o) for t, o in zip(self.timestamps, self.offsets, strict=True)))
         tmp.replace(self.path)
-        self._file = self.path.open("ab")
 
     def __len__(self) -> int:
         return len(self.timestamps)
 
     def flush(self) -> None:
-        self._file.flush()
+        if self._file is not None:
+            self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -8,6 +8,7 @@ integer; unsigned integers promote their java.sql.Types code when the value leav
 import datetime
 import json
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 
 from changefeed.model import Column, Value
@@ -88,6 +89,15 @@ def java_sql_type(column: Column, value: Value) -> int:
     return VARCHAR
 
 
+def unsigned_promotion(column: Column) -> tuple[int, int] | None:
+    """(signed maximum, wider code) when the column's java.sql.Types code depends on the value (an
+    unsigned integer column), else None: the code is then `java_sql_type(column, None)` for every row."""
+    name = _base_type(column)
+    if column.unsigned and name in _INTEGER_CODES:
+        return _UNSIGNED_PROMOTION.get(name)
+    return None
+
+
 def mysql_type(column: Column, full: bool) -> str:
     """canal-JSON's `mysqlType`, as tiflow pkg/sink/codec/utils/mysql_types.go GetMySQLType writes it.
 
@@ -138,35 +148,86 @@ def _time_text(value: datetime.timedelta, fsp: int | None) -> str:
     return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}{_fraction(micros, fsp)}"
 
 
+Formatter = Callable[[Value], str | None]
+
+
 def value_text(column: Column, value: Value) -> str | None:
-    if value is None:
-        return None
+    return value_formatter(column)(value)
+
+
+def value_formatter(column: Column) -> Formatter:
+    """The column's value -> text function, chosen once per table schema (the encoder caches it):
+    the common cases (integers, non-binary strings) get a one-test fast path, everything else the
+    full dispatch on the value's Python type, with the column's facts looked up once."""
     name = _base_type(column)
-    if isinstance(value, bytes):
-        if name == "bit":
-            return str(int.from_bytes(value, "big"))
-        return value.decode("latin-1") if column.is_binary or name in _BLOB_TYPES else value.decode("utf-8")
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _float32_text(value) if name == "float" else _plain(Decimal(repr(value)))
-    if isinstance(value, Decimal):
-        return _plain(value)
-    if isinstance(value, datetime.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-        return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(value.microsecond, column.fsp)
-    if isinstance(value, datetime.date):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return _time_text(value, column.fsp)
-    if name in ("enum", "set"):
-        return _enum_set_number(column, value)
-    if name == "json":
-        return _json_text(value)
-    return value
+    general = _general_formatter(column, name)
+    if name in _INTEGER_CODES or name == "year":
+
+        def integer(value: Value) -> str | None:
+            return str(value) if type(value) is int else None if value is None else general(value)
+
+        return integer
+    if name in _PLAIN_STRING_TYPES and not column.is_binary:
+
+        def string(value: Value) -> str | None:
+            return value if type(value) is str or value is None else general(value)
+
+        return string
+    if name == "decimal":
+
+        def decimal(value: Value) -> str | None:
+            return format(value, "f") if type(value) is Decimal else general(value)
+
+        return decimal
+    if name == "double":
+
+        def double(value: Value) -> str | None:
+            if type(value) is float:
+                text = repr(value)  # the shortest round-trip text; plain already unless in exponent form
+                return text if "e" not in text else _plain(Decimal(text))
+            return general(value)
+
+        return double
+    return general
+
+
+# Non-binary string types whose str values are sent as they are (ENUM, SET and JSON are rewritten).
+_PLAIN_STRING_TYPES = {"char", "varchar", *_TEXT_TYPES}
+
+
+def _general_formatter(column: Column, name: str) -> Formatter:
+    latin1 = column.is_binary or name in _BLOB_TYPES
+
+    def general(value: Value) -> str | None:
+        if value is None:
+            return None
+        if isinstance(value, bytes):
+            if name == "bit":
+                return str(int.from_bytes(value, "big"))
+            return value.decode("latin-1") if latin1 else value.decode("utf-8")
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, float):
+            return _float32_text(value) if name == "float" else _plain(Decimal(repr(value)))
+        if isinstance(value, Decimal):
+            return _plain(value)
+        if isinstance(value, datetime.datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+            return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(value.microsecond, column.fsp)
+        if isinstance(value, datetime.date):
+            return value.isoformat()
+        if isinstance(value, datetime.timedelta):
+            return _time_text(value, column.fsp)
+        if name in ("enum", "set"):
+            return _enum_set_number(column, value)
+        if name == "json":
+            return _json_text(value)
+        return value
+
+    return general
 
 
 def _json_text(text: str) -> str:

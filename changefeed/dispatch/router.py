@@ -47,6 +47,8 @@ class Router:
             for rule in rules
         ]
         self._default = IndexValueDispatcher()
+        # (schema, table) -> (dispatcher, topic): the rule match and topic name are per table, not per row.
+        self._routes: dict[tuple[str, str], tuple[PartitionDispatcher, str]] = {}
 
     def _rule_for(self, schema: str, table: str) -> tuple[PartitionDispatcher, TopicExpression]:
         name = f"{schema}.{table}".lower()
@@ -60,6 +62,10 @@ class Router:
 
     def route(self, change: RowChange, partitions_of: dict[str, int]) -> tuple[str, int]:
         """(topic, partition) for `change`; `partitions_of` gives each topic's partition count."""
-        dispatcher, expression = self._rule_for(change.table.schema, change.table.table)
-        topic = expression.topic(change.table.schema, change.table.table)
+        schema, table = change.table.schema, change.table.table
+        route = self._routes.get((schema, table))
+        if route is None:
+            dispatcher, expression = self._rule_for(schema, table)
+            route = self._routes[(schema, table)] = (dispatcher, expression.topic(schema, table))
+        dispatcher, topic = route
         return topic, dispatcher.partition(change, partitions_of[topic])

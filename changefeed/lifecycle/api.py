@@ -15,10 +15,13 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from changefeed.console.routes import console_routes
+from changefeed.lifecycle.auth import BearerTokenMiddleware
 from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.openapi import SPEC
 from changefeed.lifecycle.source_uri import redact
@@ -37,6 +40,7 @@ from sink.errors import SinkError
 from sink.uri import parse_sink_uri
 
 _SECRET = re.compile(r"(sasl-password=)[^&]*")
+PAUSE_WAIT = 10.0  # seconds pause waits for the owner to stop the runner and release the changefeed
 
 
 def _error(status: int, code: str, message: str, field: str | None = None) -> JSONResponse:
@@ -94,7 +98,9 @@ def _text(body: dict[str, Any], key: str, required: bool = False) -> str | None:
     return value
 
 
-def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = True) -> Starlette:
+def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = True,
+              pipeline_metrics_url: str | None = None, auth_token: str | None = None) -> Starlette:
+    """The API; with `auth_token`, every route but the health check needs it as a bearer token."""
     def get_record(cf_id: str) -> ChangefeedRecord | JSONResponse:
         rec = store.get(cf_id)
         return _error(404, "not_found", f"changefeed {cf_id!r} does not exist") if rec is None else rec
@@ -138,6 +144,18 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         assert rec is not None
         return JSONResponse({**detail(rec), "warnings": list(definition.warnings)}, status_code=201)
 
+    def _wait_released(cf_id: str) -> None:
+        """Pause answers once the owner stopped the runner, saved its final checkpoint and released the lease
+        (TiCDC's pause is asynchronous; a caller reading the checkpoint right after pause, e.g. to resume from
+        an earlier point, would see it move). Bounded: an owner that died keeps its lease until it expires,
+        and after PAUSE_WAIT the answer shows the state as it is."""
+        deadline = time.monotonic() + PAUSE_WAIT
+        while time.monotonic() < deadline:
+            rec = store.get(cf_id)
+            if rec is None or rec.owner is None or (rec.lease_expires or 0.0) < time.time():
+                return
+            time.sleep(0.05)
+
     def query(request: Request) -> JSONResponse:
         rec = get_record(request.path_params["cf_id"])
         return rec if isinstance(rec, JSONResponse) else JSONResponse(detail(rec))
@@ -154,6 +172,7 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         if rec.state is State.FINISHED:
             return _error(409, "wrong_state", f"changefeed {cf_id!r} is finished; nothing to pause")
         store.operator_set(cf_id, restart=False, state=State.STOPPED)
+        _wait_released(cf_id)
         return query(request)
 
     async def resume(request: Request) -> JSONResponse:
@@ -217,7 +236,8 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
             return _error(404, "not_found", f"changefeed {cf_id!r} does not exist")
         return JSONResponse({"id": cf_id, "removed": True})
 
-    return Starlette(routes=[
+    middleware = [Middleware(BearerTokenMiddleware, token=auth_token)] if auth_token else []
+    return Starlette(middleware=middleware, routes=[
         Route("/api/v2/health", health, methods=["GET"]),
         Route("/api/v2/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", prometheus, methods=["GET"]),
@@ -229,4 +249,5 @@ def build_app(store: MetadataStore, metrics: Metrics, *, check_services: bool = 
         Route("/api/v2/changefeeds/{cf_id}/statistics", stats, methods=["GET"]),
         Route("/api/v2/changefeeds/{cf_id}/pause", pause, methods=["POST"]),
         Route("/api/v2/changefeeds/{cf_id}/resume", resume, methods=["POST"]),
+        *console_routes(store, pipeline_metrics_url),  # GET / and the two read-only routes it polls
     ])

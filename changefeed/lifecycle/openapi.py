@@ -45,6 +45,27 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(code): _json({"$ref": "#/components/schemas/Error"}, texts[code]) for code in codes}
 
 
+_INTS = {"type": "array", "items": {"type": "integer"}}
+_PARTITION = {"type": "object", "required": ["partition", "leader", "replicas", "isr", "error"], "properties": {
+    "partition": {"type": "integer"}, "leader": {"type": "integer", "description": "-1: no leader (offline)"},
+    "replicas": _INTS, "isr": _INTS, "error": _nullable_str}}
+_SINK_METADATA = {"type": "object", "required": ["bootstrap", "topic", "error", "brokers", "controller_id", "topics"],
+                  "properties": {
+    "bootstrap": {"type": "string"}, "topic": {"type": "string", "description": "the sink URI's topic"},
+    "error": {"type": "string", "nullable": True, "description": "why the brokers did not answer (then empty)"},
+    "controller_id": {"type": "integer", "nullable": True},
+    "brokers": {"type": "array", "items": {"type": "object", "required": ["node_id", "host", "port"], "properties": {
+        "node_id": {"type": "integer"}, "host": {"type": "string"}, "port": {"type": "integer"}}}},
+    "topics": {"type": "array", "items": {"type": "object", "required": ["name", "partitions", "error"],
+                                          "properties": {"name": {"type": "string"}, "error": _nullable_str,
+                                                         "partitions": {"type": "array", "items": _PARTITION}}}}}}
+_PIPELINE = {"type": "object", "required": ["configured", "url", "error", "samples"], "properties": {
+    "configured": {"type": "boolean", "description": "false: the server has no --pipeline-metrics-url"},
+    "url": _nullable_str,
+    "error": {"type": "string", "nullable": True, "description": "why the pipeline's endpoint could not be read"},
+    "samples": {"type": "array", "items": {"type": "object", "required": ["name", "labels", "value"], "properties": {
+        "name": {"type": "string"}, "value": {"type": "number"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}
 _ID = {"name": "cf_id", "in": "path", "required": True, "schema": {"type": "string"}, "example": "cf1"}
 _DETAIL_REF = {"$ref": "#/components/schemas/ChangefeedDetail"}
 
@@ -88,11 +109,22 @@ SPEC: dict[str, Any] = {
                           **_errors(404)}}},
         "/api/v2/changefeeds/{cf_id}/pause": {"parameters": [_ID], "post": {
             "operationId": "pauseChangefeed",
+            "description": "Answers once the owner stopped the runner and saved its final checkpoint (at most 10 s).",
             "responses": {"200": _json(_DETAIL_REF, "stopped"), **_errors(404, 409)}}},
         "/api/v2/changefeeds/{cf_id}/resume": {"parameters": [_ID], "post": {
             "operationId": "resumeChangefeed",
             "requestBody": _body({"$ref": "#/components/schemas/ResumeRequest"}, required=False),
             "responses": {"200": _json(_DETAIL_REF, "resumed"), **_errors(400, 404, 409)}}},
+        "/api/v2/changefeeds/{cf_id}/sink/metadata": {"parameters": [_ID], "get": {
+            "operationId": "sinkMetadata",
+            "description": "the sink cluster's brokers, topics, partition leaders and ISR (one Kafka Metadata "
+                           "request to the sink URI's bootstrap servers)",
+            "responses": {"200": _json(_SINK_METADATA, "the sink cluster, or why it did not answer"),
+                          **_errors(404)}}},
+        "/api/v2/pipeline/metrics": {"get": {
+            "operationId": "pipelineMetrics",
+            "description": "the Spark pipeline's batches and freshness, read from --pipeline-metrics-url",
+            "responses": {"200": _json(_PIPELINE, "the pipeline's samples, or configured=false")}}},
     },
     "components": {"schemas": {
         "Summary": _SUMMARY,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from changefeed.config import load_config
+from changefeed.lifecycle.binlog_head import BinlogHeadProbe
 from changefeed.lifecycle.metrics import Metrics
 from changefeed.lifecycle.runner import FeedRunner, RunnerFactory, RunSpec
 from changefeed.lifecycle.state import RUNNING_STATES, State, decide_on_error
@@ -35,6 +36,7 @@ class OwnerSettings:
     backoff: Backoff = field(default_factory=Backoff)  # 10 s .. 10 min with jitter
     healthy_after: float = 10.0  # a warning turns normal on progress, or this long after reaching source and sink
     delivery_timeout_ms: int = 30_000
+    binlog_probe_interval: float = 0.0  # > 0: measure binlog bytes behind the source's head this often
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Owner:
         self.settings = settings or OwnerSettings()
         self.metrics = metrics or Metrics()
         self._running: dict[str, _Running] = {}
+        self._reported: set[str] = set()  # changefeeds with series in `metrics`, to drop when removed
+        self._probe = BinlogHeadProbe(self.settings.binlog_probe_interval) if self.settings.binlog_probe_interval > 0 \
+            else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="changefeed-owner", daemon=True)
 
@@ -71,10 +76,14 @@ class Owner:
 
     def start(self) -> None:
         self._thread.start()
+        if self._probe is not None:
+            self._probe.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(10)
+        if self._probe is not None:
+            self._probe.stop()
         for cf_id in list(self._running):
             self._stop_runner(cf_id)
             self.store.release(cf_id, self.server_id)
@@ -93,7 +102,9 @@ class Owner:
             if cf_id not in records:
                 log.info("changefeed %s: removed; stopping", cf_id)
                 self._stop_runner(cf_id)
-                self.metrics.forget(cf_id)
+        for cf_id in self._reported - records.keys():  # removed, whether it ran here or not
+            self.metrics.forget(cf_id)
+            self._reported.discard(cf_id)
         for record in records.values():
             self._handle(record, time.time())
 
@@ -130,9 +141,14 @@ class Owner:
         if rec.checkpoint is None:
             raise RuntimeError(f"changefeed {rec.id} has no checkpoint")  # create always stores one
         spec = RunSpec(rec.id, rec.source, rec.sink_uri, load_config(rec.config), rec.checkpoint,
-                       rec.target_ts, self.metadata_url, self.settings.delivery_timeout_ms)
+                       rec.target_ts, self.metadata_url, self.settings.delivery_timeout_ms,
+                       on_delivery_latency=self.metrics.delivery_latency.labels(rec.id).observe)
         runner = self.factory(spec)
         runner.start()
+        self._reported.add(rec.id)
+        # Counters exist from the start at 0, so rate()/increase() see the first error (Prometheus practice).
+        self.metrics.sink_errors.labels(rec.id)
+        self.metrics.retries.labels(rec.id)
         if rec.state is State.WARNING:
             self.metrics.retries.labels(rec.id).inc()
         log.info("changefeed %s: started on %s (state %s)", rec.id, self.server_id, rec.state)
@@ -160,7 +176,7 @@ class Owner:
                           retry_count=decision.retry_count, next_retry=decision.next_retry,
                           first_error_at=decision.first_error_at)
             self.store.owner_set(rec.id, self.server_id, rec.epoch, **values)
-            self.metrics.set_state(rec.id, decision.state)
+            self._set_state(rec.id, decision.state)
             return
         if runner.finished:
             self._stop_runner(rec.id)
@@ -171,8 +187,35 @@ class Owner:
                           error_at=None)
         if self.store.owner_set(rec.id, self.server_id, rec.epoch, **values) and checkpoint is not None:
             running.saved = checkpoint
-            self.metrics.checkpoint_lag.labels(rec.id).set(max(0.0, now - tso_physical_ms(checkpoint.commit_ts) / 1000))
-        self.metrics.set_state(rec.id, values.get("state", rec.state))
+        self._gauges(rec, runner, checkpoint, now)
+        self._set_state(rec.id, values.get("state", rec.state))
+
+    def _gauges(self, rec: ChangefeedRecord, runner: FeedRunner, checkpoint: Checkpoint | None, now: float) -> None:
+        metrics, cf_id = self.metrics, rec.id
+        if checkpoint is not None:
+            # Lag is measured against the checkpoint's commit time; capture heartbeats move an idle feed's
+            # checkpoint forward, so an idle source does not read as lag (TiCDC's resolved ts does the same).
+            committed = tso_physical_ms(checkpoint.commit_ts) / 1000
+            metrics.checkpoint_lag.labels(cf_id).set(max(0.0, now - committed))
+            metrics.checkpoint_time.labels(cf_id).set(committed)
+            if self._probe is not None:
+                self._probe.watch(cf_id, rec.source, checkpoint.position)
+                behind = self._probe.behind(cf_id)
+                if behind is not None:
+                    metrics.binlog_behind.labels(cf_id).set(behind)
+        gauges = runner.gauges()
+        metrics.source_connected.labels(cf_id).set(1 if gauges.source_connected else 0)
+        metrics.memory_used.labels(cf_id).set(gauges.memory_used_bytes)
+        metrics.memory_quota.labels(cf_id).set(gauges.memory_quota_bytes)
+        for progress in gauges.snapshot:
+            table = str(progress.table)
+            metrics.snapshot_read.labels(cf_id, table).set(progress.rows_read)
+            metrics.snapshot_estimated.labels(cf_id, table).set(progress.rows_estimated)
+            metrics.snapshot_done.labels(cf_id, table).set(1 if progress.done else 0)
+
+    def _set_state(self, cf_id: str, state: State) -> None:
+        self.metrics.set_state(cf_id, state)
+        self._reported.add(cf_id)
 
     def _healthy(self, runner: FeedRunner) -> bool:
         ready = runner.ready_since
@@ -202,10 +245,13 @@ class Owner:
 
     def _report(self, rec: ChangefeedRecord) -> None:
         if rec.owner in (None, self.server_id):
-            self.metrics.set_state(rec.id, rec.state)
+            self._set_state(rec.id, rec.state)
 
     def _stop_runner(self, cf_id: str) -> None:
         running = self._running.pop(cf_id, None)
+        if self._probe is not None:
+            self._probe.forget(cf_id)
+        self.metrics.stopped(cf_id)
         if running is not None:
             started = time.monotonic()
             running.runner.stop(1.0)

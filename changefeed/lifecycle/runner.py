@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from changefeed.config import ChangefeedConfig
@@ -19,6 +19,17 @@ from changefeed.lifecycle.source_uri import parse_source_uri, source_database
 from changefeed.model import Checkpoint
 from changefeed.runner import Changefeed, ChangefeedSpec
 from changefeed.source.capture import CaptureOptions
+from changefeed.source.snapshot import SnapshotProgress
+
+
+@dataclass(frozen=True)
+class RunGauges:
+    """What a running changefeed looks like right now, for the server's metrics."""
+
+    source_connected: bool
+    memory_used_bytes: int
+    memory_quota_bytes: int
+    snapshot: tuple[SnapshotProgress, ...] = ()
 
 
 class FeedRunner(Protocol):
@@ -46,6 +57,8 @@ class FeedRunner(Protocol):
         """Cumulative {"schema.table": {"rows": n, "bytes": n}} since start."""
         ...
 
+    def gauges(self) -> RunGauges: ...
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -57,6 +70,8 @@ class RunSpec:
     target_ts: int | None
     metadata_url: str  # schema history lives beside the changefeed's other metadata
     delivery_timeout_ms: int = 30_000
+    # Told each message's send-to-acknowledgement seconds (the server's delivery latency histogram).
+    on_delivery_latency: Callable[[float], None] | None = field(default=None, compare=False)
 
 
 class PipelineRunner:
@@ -81,7 +96,7 @@ class PipelineRunner:
                     schema_store_url=spec.metadata_url, changefeed_id=spec.changefeed_id),
                 rules=spec.config.sink.dispatchers, start=spec.start, target_ts=spec.target_ts,
                 sink_options=spec.config.sink, max_retries=0, delivery_timeout_ms=spec.delivery_timeout_ms,
-                memory_quota=spec.config.memory_quota))
+                memory_quota=spec.config.memory_quota, on_delivery_latency=spec.on_delivery_latency))
         except Exception as exc:  # reported through `error` like any other failure, for the owner to decide
             self._error = exc
 
@@ -125,6 +140,13 @@ class PipelineRunner:
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {} if self._feed is None else self._feed.stats()
+
+    def gauges(self) -> RunGauges:
+        feed = self._feed
+        if feed is None:
+            return RunGauges(False, 0, self.spec.config.memory_quota)
+        return RunGauges(feed.ready_since is not None, feed.in_flight_bytes, feed.spec.memory_quota,
+                         feed.snapshot_progress())
 
 
 RunnerFactory = Callable[[RunSpec], FeedRunner]

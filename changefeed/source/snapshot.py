@@ -2,21 +2,48 @@
 consistent-snapshot transaction whose binlog position is known, so streaming from exactly that
 position afterwards neither misses nor repeats a change.
 
-MariaDB exposes the binlog position of a consistent snapshot (`binlog_snapshot_file` /
-`binlog_snapshot_position` status), so no lock is needed there; on MySQL the position is taken under a
-short FLUSH TABLES WITH READ LOCK (needs RELOAD).
+Each table's rows follow a CREATE TABLE event with the table's `SHOW CREATE TABLE` text, as Debezium's snapshot
+emits a schema change per table: a consumer learns every captured table, also one that is empty when the
+snapshot reads it, which sends no row (the Spark pipeline creates its Delta table from it; a consumer applying
+DDL treats it as CREATE TABLE IF NOT EXISTS, which it is: the table exists). It is read just before the table's
+rows, not under the lock (SHOW CREATE TABLE waits behind a LOCK TABLES ... WRITE, which would hold up every
+table's rows): when its columns are not the ones read under the lock, a DDL ran in between, and the snapshot
+starts over. The event passes the changefeed's DDL event filters like any CREATE TABLE.
+
+The position, the list of tables and every table's schema are read under a short FLUSH TABLES WITH READ
+LOCK (needs RELOAD), released before the rows are read, as Debezium's `snapshot.locking.mode=minimal` does:
+information_schema is not versioned like rows are, so a DDL committed after the snapshot's position but
+before its schemas were read would give the snapshot, and every binlog change between that position and
+the DDL, a schema the rows do not have (columns shifted; a table renamed away skipped). MariaDB also
+exposes the position of a consistent snapshot (`binlog_snapshot_file` / `binlog_snapshot_position`); we
+read it there to be exact, so there the lock is only for the schemas: without RELOAD, or when the lock
+waits more than GLOBAL_LOCK_WAIT_S behind a long query or a LOCK TABLES (a waiting FLUSH holds up every
+new write), the snapshot goes on without it and logs a warning that a DDL during its first moments is not
+safe.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from changefeed.errors import ServerConfigError, SnapshotRetryError
 from changefeed.filter import ChangeFilter
-from changefeed.model import Checkpoint, Column, Position, RowChange, TableName, TableSchema, TransactionCommit
+from changefeed.model import (
+    Checkpoint,
+    Column,
+    DDLEvent,
+    DDLKind,
+    Position,
+    RowChange,
+    TableName,
+    TableSchema,
+    TransactionCommit,
+)
 from changefeed.source.mounter import SnapshotMounter
 from changefeed.source.schema_tracker import SchemaTracker
 from changefeed.source.server import (
@@ -31,8 +58,12 @@ from changefeed.source.server_version import binlog_status
 
 log = logging.getLogger(__name__)
 # ER_TABLE_DEF_CHANGED: InnoDB cannot read a table created or rebuilt after the read view opened;
-# ER_NO_SUCH_TABLE: dropped after it was listed. Either way a new snapshot sees a settled list.
-_TABLE_CHANGED = (1412, 1146)
+# ER_NO_SUCH_TABLE: dropped after it was listed; ER_BAD_FIELD_ERROR: a column of the schema read under the
+# lock was dropped or renamed (an instant ALTER) before the table's rows were read. Either way a new
+# snapshot sees a settled list.
+_TABLE_CHANGED = (1412, 1146, 1054)
+GLOBAL_LOCK_WAIT_S = 5
+_SHOWN_COLUMN = re.compile(r"^  `((?:[^`]|``)+)` ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -61,48 +92,74 @@ def _select_expression(column: Column, key: tuple[str, ...]) -> str:
     return _quote(column.name)
 
 
-def _snapshot_position(cur: Any, settings: ConnectionSettings, is_mariadb: bool) -> Position:
+def _snapshot_position(cur: Any, is_mariadb: bool) -> Position:
+    """Opens the consistent-snapshot transaction on `cur`; the binlog position it is consistent with."""
+    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
     if is_mariadb:
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
         cur.execute("SHOW STATUS WHERE Variable_name IN ('binlog_snapshot_file', 'binlog_snapshot_position')")
         status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
         file, pos = status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
         return Position(file, pos, gtid_at(cur, file, pos, True))
-    lock = connect(settings)
-    try:
-        with lock.cursor() as lock_cur:
-            lock_cur.execute("FLUSH TABLES WITH READ LOCK")
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            binlog = binlog_status(lock_cur)
-            lock_cur.execute("UNLOCK TABLES")
-    finally:
-        lock.close()
+    binlog = binlog_status(cur)  # under the global read lock: nothing commits between the two
     if binlog is None:
         raise ServerConfigError("the binlog status is empty: binary logging is off; start with --log-bin")
     return Position(binlog.file, binlog.pos, binlog.executed_gtid_set)
 
 
+@contextlib.contextmanager
+def _global_read_lock(settings: ConnectionSettings, is_mariadb: bool) -> Iterator[None]:
+    """FLUSH TABLES WITH READ LOCK on a connection of its own, held for the block. MySQL needs it for the
+    position; on MariaDB a missing RELOAD privilege (error 1227) only costs the schema guarantee."""
+    lock = connect(settings)
+    try:
+        with lock.cursor() as lock_cur:
+            if is_mariadb:
+                # A waiting FLUSH TABLES WITH READ LOCK holds up every new write on the server (behind a long
+                # query or a LOCK TABLES): wait a few seconds at most, then go on as without RELOAD.
+                lock_cur.execute(f"SET SESSION lock_wait_timeout = {GLOBAL_LOCK_WAIT_S}")
+            try:
+                lock_cur.execute("FLUSH TABLES WITH READ LOCK")
+            except Exception as exc:
+                code = mysql_error_code(exc)
+                if not (is_mariadb and code in (1227, 1205)):
+                    raise
+                why = ("the user lacks RELOAD; grant RELOAD" if code == 1227 else
+                       f"it waited {GLOBAL_LOCK_WAIT_S} s behind a long query or LOCK TABLES")
+                log.warning("snapshot without FLUSH TABLES WITH READ LOCK (%s): a DDL committed while the "
+                            "snapshot reads its table schemas is not safe", why)
+                yield
+                return
+            try:
+                yield
+            finally:
+                lock_cur.execute("UNLOCK TABLES")
+    finally:
+        lock.close()
+
+
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
              is_mariadb: bool, commit_ts: Callable[[int], int], chunk_size: int = 5000,
-             on_progress: ProgressCallback | None = None) -> Iterator[RowChange | TransactionCommit]:
-    """Yield every row of every captured table as a snapshot INSERT, then a TransactionCommit whose
-    checkpoint is the binlog position the snapshot is consistent with."""
+             on_progress: ProgressCallback | None = None) -> Iterator[RowChange | DDLEvent | TransactionCommit]:
+    """Yield, per captured table, its CREATE TABLE event (unless the DDL event filters drop it) and every row
+    as a snapshot INSERT; then a TransactionCommit whose checkpoint is the binlog position the snapshot is
+    consistent with."""
     conn = connect(settings, autocommit=False)
     try:
         with conn.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            position = _snapshot_position(cur, settings, is_mariadb)
-            cur.execute("SELECT UNIX_TIMESTAMP()")
-            ts = commit_ts(int(cur.fetchone()[0]))
-            log.info("snapshot consistent with binlog %s", position)
+            with _global_read_lock(settings, is_mariadb):
+                position = _snapshot_position(cur, is_mariadb)
+                cur.execute("SELECT UNIX_TIMESTAMP()")
+                ts = commit_ts(int(cur.fetchone()[0]))
+                schemas = [schema for table in list_tables(cur) if change_filter.keeps_table(table)
+                           if (schema := tracker.snapshot_schema(table, position)) is not None]
+            log.info("snapshot consistent with binlog %s: %d table(s)", position, len(schemas))
             total = 0
-            for table in list_tables(cur):
-                if not change_filter.keeps_table(table):
-                    continue
-                schema = tracker.snapshot_schema(table, position)
-                if schema is None:
-                    continue
+            for schema in schemas:
+                create = _create_table(cur, schema, ts, position)
+                if change_filter.keeps_ddl(create):
+                    yield create
                 for change in _read_table(cur, schema, ts, position, chunk_size, on_progress):
                     total += 1
                     yield change
@@ -117,6 +174,17 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
     finally:
         conn.close()
     yield TransactionCommit(Checkpoint(position, ts), total)
+
+
+def _create_table(cur: Any, schema: TableSchema, ts: int, position: Position) -> DDLEvent:
+    cur.execute(f"SHOW CREATE TABLE {_quote(schema.schema)}.{_quote(schema.table)}")
+    sql = str(cur.fetchone()[1])
+    # The server writes one column per line, "  `name` type ...", before the keys (also MySQL 8).
+    shown = tuple(name.replace("``", "`") for name in _SHOWN_COLUMN.findall(sql))
+    if shown != schema.column_names:
+        raise SnapshotRetryError(f"taking the snapshot: {schema.name} changed under it (columns {list(shown)}, "
+                                 f"read as {list(schema.column_names)} at the snapshot's position)")
+    return DDLEvent(sql, DDLKind.CREATE_TABLE, schema.schema, (schema.name,), ts, position, (schema,))
 
 
 def _read_table(cur: Any, schema: TableSchema, ts: int, position: Position, chunk_size: int,

@@ -32,6 +32,8 @@ class KafkaCluster:
     controller_ports: dict[int, int]
     heap: str
     procs: dict[int, "subprocess.Popen[bytes]"] = field(default_factory=dict)
+    # More listeners besides PLAINTEXT (which stays the inter-broker one): name -> node -> port
+    extra_listeners: dict[str, dict[int, int]] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -114,13 +116,14 @@ class KafkaCluster:
 def _properties(cluster: KafkaCluster, node: int, voters: str, overrides: dict[str, str]) -> str:
     replicas = str(min(3, len(cluster.ports)))
     voter = node <= MAX_VOTERS
-    listeners = f"PLAINTEXT://127.0.0.1:{cluster.ports[node]}"
+    listeners = ",".join([f"PLAINTEXT://127.0.0.1:{cluster.ports[node]}",
+                          *(f"{name}://127.0.0.1:{ports[node]}" for name, ports in cluster.extra_listeners.items())])
     settings = {
         "process.roles": "broker,controller" if voter else "broker",
         "node.id": str(node),
         "controller.quorum.voters": voters,
         "listeners": f"{listeners},CONTROLLER://127.0.0.1:{cluster.controller_ports[node]}" if voter else listeners,
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{cluster.ports[node]}",
+        "advertised.listeners": listeners,
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
@@ -159,14 +162,18 @@ def _format(cluster: KafkaCluster, ids: range, cluster_id: str) -> None:
 
 @contextlib.contextmanager
 def kafka_cluster_reference(
-    nodes: int = 3, overrides: dict[str, str] | None = None, heap: str = "512m"
+    nodes: int = 3, overrides: dict[str, str] | None = None, heap: str = "512m",
+    extra_listeners: tuple[str, ...] = (),
 ) -> Iterator[KafkaCluster]:
     """Start `nodes` Apache Kafka nodes on 127.0.0.1 (the first three vote in the controller quorum, as in
     `broker dev-cluster`) with RF 3 and min.insync.replicas 2 as defaults; yield once every broker is in
-    Metadata; stop and delete everything after."""
+    Metadata; stop and delete everything after. `extra_listeners` names listeners each node serves on a port of
+    its own besides PLAINTEXT (`cluster.extra_listeners[name][node]`); map them in `overrides`
+    (`listener.security.protocol.map`)."""
     workdir = Path(tempfile.mkdtemp(prefix="lakefeed-kafka-cluster-"))
     ids = range(1, nodes + 1)
-    cluster = KafkaCluster(workdir, {n: free_port() for n in ids}, {n: free_port() for n in ids}, heap)
+    cluster = KafkaCluster(workdir, {n: free_port() for n in ids}, {n: free_port() for n in ids}, heap,
+                           extra_listeners={name: {n: free_port() for n in ids} for name in extra_listeners})
     voters = ",".join(f"{n}@127.0.0.1:{cluster.controller_ports[n]}" for n in ids if n <= MAX_VOTERS)
     cluster_id = uuid.uuid4().hex[:22]
     try:

@@ -25,15 +25,18 @@ class KafkaReference:
         return f"127.0.0.1:{self.port}"
 
 
-def _server_properties(port: int, controller_port: int, log_dir: Path, overrides: dict[str, str]) -> str:
+def _server_properties(port: int, controller_port: int, log_dir: Path, overrides: dict[str, str],
+                       extra_listeners: dict[str, int]) -> str:
+    extra = "".join(f",{name}://127.0.0.1:{extra_port}" for name, extra_port in extra_listeners.items())
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}{extra}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}{extra}",
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        + "".join(f",{name}:{name}" for name in extra_listeners),
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(log_dir),
         "num.partitions": "1",
@@ -51,12 +54,15 @@ def _server_properties(port: int, controller_port: int, log_dir: Path, overrides
 
 
 @contextlib.contextmanager
-def kafka_reference(overrides: dict[str, str] | None = None, heap: str = "768m") -> Iterator[KafkaReference]:
-    """Start Apache Kafka on 127.0.0.1, yield it once it answers Metadata, stop and delete it after."""
+def kafka_reference(overrides: dict[str, str] | None = None, heap: str = "768m",
+                    extra_listeners: dict[str, int] | None = None) -> Iterator[KafkaReference]:
+    """Start Apache Kafka on 127.0.0.1, yield it once it answers Metadata, stop and delete it after.
+    `extra_listeners` adds listeners named after their security protocol (SSL, SASL_SSL, ...) on given ports."""
     workdir = Path(tempfile.mkdtemp(prefix="lakefeed-kafka-"))
     port, controller_port = free_port(), free_port()
     properties = workdir / "server.properties"
-    properties.write_text(_server_properties(port, controller_port, workdir / "logs", overrides or {}))
+    properties.write_text(_server_properties(port, controller_port, workdir / "logs", overrides or {},
+                                             extra_listeners or {}))
     cluster_id = uuid.uuid4().hex[:22]
     formatted = run_kafka_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(properties),
                                "--standalone", "--ignore-formatted")

@@ -13,6 +13,7 @@ KAFKA_TOOLS = {
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",

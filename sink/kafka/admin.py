@@ -78,14 +78,7 @@ def prepare_topic(config: KafkaSinkConfig, topic: str | None = None, *, timeout:
     """Make sure `topic` (default: the URI's) is usable; raise TopicError/SinkError saying why not."""
     name = topic or config.topic
     admin = _admin(config)
-    try:
-        metadata = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise SinkError(
-            f"cannot reach Kafka brokers {config.bootstrap} within {timeout:.0f} s ({exc}); "
-            "check the sink URI's host:port and that the brokers are up",
-            retriable=True,
-        ) from exc
+    metadata = _list_topics(admin, config, timeout)
     warnings: list[str] = []
     try:
         broker = _broker_configs(admin, metadata, timeout, warnings)
@@ -161,3 +154,71 @@ def _create(admin: AdminClient, name: str, partitions: int, replication: int, ti
             ) from exc
         raise
     log.info("created topic %s with %d partitions, replication factor %d", name, partitions, replication)
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    """One partition as a Metadata response describes it (Kafka protocol, MetadataResponse
+    `partitions`): leader -1 means no leader (offline); `isr` shorter than `replicas` means under-replicated."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    partitions: tuple[PartitionMetadata, ...]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class BrokerMetadata:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    """What a Metadata request for all topics returns: the live brokers, the controller and every topic."""
+
+    brokers: tuple[BrokerMetadata, ...]
+    controller_id: int
+    topics: tuple[TopicMetadata, ...]
+
+
+def _error_text(error: Any) -> str | None:
+    return None if error is None else str(error)
+
+
+def _list_topics(admin: Any, config: KafkaSinkConfig, timeout: float) -> Any:
+    """One Metadata request; no broker answering in time is a retriable SinkError saying what to check."""
+    try:
+        return admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise SinkError(
+            f"cannot reach Kafka brokers {config.bootstrap} within {timeout:.0f} s ({exc}); "
+            "check the sink URI's host:port and that the brokers are up",
+            retriable=True,
+        ) from exc
+
+
+def describe_cluster(config: KafkaSinkConfig, *, timeout: float = 3.0) -> ClusterMetadata:
+    """The sink cluster's brokers, topics, partition leaders and ISRs, from one Metadata request
+    (librdkafka's `list_topics`, Kafka protocol API key 3). Raises a retriable SinkError when no broker
+    answers within `timeout`."""
+    metadata = _list_topics(_admin(config), config, timeout)
+    brokers = tuple(BrokerMetadata(int(b.id), str(b.host), int(b.port)) for b in sorted(metadata.brokers.values(),
+                                                                            key=lambda b: b.id))
+    topics = tuple(
+        TopicMetadata(name, tuple(
+            PartitionMetadata(p.id, p.leader, tuple(p.replicas), tuple(p.isrs), _error_text(p.error))
+            for p in sorted(topic.partitions.values(), key=lambda p: p.id)
+        ), _error_text(topic.error))
+        for name, topic in sorted(metadata.topics.items())
+    )
+    return ClusterMetadata(brokers, metadata.controller_id, topics)

@@ -16,6 +16,9 @@ def read_stream(spark: Any, source: SourceConfig) -> DataFrame:
         # leave Delta wrong, so the query stops instead.
         .option("failOnDataLoss", "true")
     )
+    # TLS, SASL and other client settings (`kafka.*`) and the source's own options, checked by config.py.
+    for key, value in source.options:
+        reader = reader.option(key, value)
     if source.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
     if source.topic_pattern:

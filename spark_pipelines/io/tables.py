@@ -95,16 +95,20 @@ def _replace(spark: Any, target: str, rows: DataFrame, floor: Any, change_data_f
     rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(target)
 
 
-def create_table(spark: Any, path: str, shape: TableShape, floor: Any, *, history: bool = False,
-                 change_data_feed: bool = False) -> bool:
+def create_table(spark: Any, path: str, shape: TableShape, floor: Any, *, if_not_exists: bool,
+                 history: bool = False, change_data_feed: bool = False) -> bool:
     """CREATE TABLE at `floor`: an empty table with the statement's columns, `floor` as its floor (the
     rows of a table dropped before under this name stay out, also in a replay). Nothing happens when
-    the table holds a row at or after `floor` (applied before) or a live row before it (the statement
-    was CREATE TABLE IF NOT EXISTS on an existing table, which MySQL logs too). True when created."""
+    the table holds a row at or after `floor` (applied before) or, for CREATE TABLE IF NOT EXISTS (which
+    MySQL logs also when the table exists), a live row before it. A plain CREATE TABLE is logged only when
+    the table did not exist, so live rows before it are gone in MySQL (the changefeed's snapshot taken
+    again after a table changed: its CREATE TABLE comes before the rows as they are then). True when
+    created."""
     if exists(spark, path):
         table = spark.read.format("delta").load(path)
         live = F.col(VALID_TO).isNull() if VALID_TO in table.columns else ~F.col(DELETED)
-        if table.where((F.col(SEQ) >= seq_literal(floor)) | live).limit(1).count():
+        kept = (F.col(SEQ) >= seq_literal(floor)) | (live if if_not_exists else F.lit(False))
+        if table.where(kept).limit(1).count():
             return False
     schema = T.StructType([
         *[T.StructField(name, ctype.spark_type) for name, ctype in shape.columns],

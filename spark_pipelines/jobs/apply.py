@@ -22,7 +22,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark import inheritable_thread_target
@@ -39,7 +39,7 @@ from spark_pipelines.io.history import close_all, ensure_history_column, merge_h
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
 from spark_pipelines.jobs.failures import is_java_failure, job_group_of, short_failure
-from spark_pipelines.transforms.create_table import created_shape
+from spark_pipelines.transforms.create_table import created_shape, if_not_exists
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
 from spark_pipelines.transforms.rows import TableShape, changes_of
@@ -86,6 +86,10 @@ def app_id_for(checkpoint: str) -> str:
 class BatchReport:
     batch_id: int
     tables: tuple[str, ...]
+    # Row changes of the batch per source table the config keeps (a replayed change counts, although
+    # the sequence guard makes it change nothing), and the newest commit time it carried (epoch ms).
+    rows: tuple[tuple[str, int], ...] = ()
+    newest_commit_ms: int | None = None
 
 
 def _relevant(ddl: Any) -> bool:
@@ -117,10 +121,13 @@ def schema_changes(rows: list[Any]) -> list[Any]:
 class ApplyBatch:
     """The foreachBatch function of the pipeline."""
 
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, on_batch: Callable[[BatchReport], None] | None = None) -> None:
         self.config = config
         self.app_id = app_id_for(config.checkpoint)
         self.last_report: BatchReport | None = None  # only the last: a stream runs for months
+        self.on_batch = on_batch  # told each batch's report (the command line's progress and metrics)
+        # The batch's own exception: Spark hands the driver only its text, inside a Py4J trace.
+        self.failure: BaseException | None = None
         self.registered: set[str] = set()  # catalog names this run has made sure of
         self.owners: dict[str, str] = {}  # Delta table path -> the source table writing it
         # Read from Delta once, then kept between batches: path -> floor, path -> the layout the table
@@ -129,19 +136,31 @@ class ApplyBatch:
         self.layouts: dict[str, TableShape] = {}
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
-        spark = records.sparkSession
-        self.config = resolve_locations(spark, self.config)
-        messages = parse_messages(records).persist()
         try:
-            self.last_report = self._apply(spark, messages, batch_id)
+            spark = records.sparkSession
+            self.config = resolve_locations(spark, self.config)
+            messages = parse_messages(records).persist()
+            try:
+                self.last_report = self._apply(spark, messages, batch_id)
+            finally:
+                messages.unpersist()
         except BaseException as exc:
+            self.failure = exc
             self._forget()  # the batch may have changed a table half-way: read its state afresh next time
             if is_java_failure(exc):
-                # Short, so Spark's stop check does not overflow on it (jobs/failures.py).
-                raise short_failure(exc, batch_id, job_group_of(spark)) from None
+                # Short, so Spark's stop check does not overflow on it (jobs/failures.py); the runner
+                # reports `self.failure`, the original.
+                raise short_failure(exc, batch_id, job_group_of(records.sparkSession)) from None
             raise
-        finally:
-            messages.unpersist()
+        if self.on_batch is not None:
+            self.on_batch(self.last_report)
+
+    def _counted(self, report: BatchReport, summary: BatchSummary) -> BatchReport:
+        keeps = self.config.tables.keeps
+        counted = [row for row in summary.counts if row["table"] is None or keeps(row["database"], row["table"])]
+        rows = {f"{r['database']}.{r['table']}": r["rows"] for r in counted if not r["is_ddl"]}
+        newest = max((r["newest_ms"] for r in counted if r["newest_ms"] is not None), default=None)
+        return replace(report, rows=tuple(sorted(rows.items())), newest_commit_ms=newest)
 
     def _forget(self) -> None:
         self.floors.clear()
@@ -173,12 +192,12 @@ class ApplyBatch:
                 self._forget()  # schema changes rewrite layouts and floors: read them again after
                 tables |= self._apply_ddl(spark, boundary)
                 low = boundary[SEQ]
-        log.info("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
+        log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
         self._register(spark, tables)
         if self.config.maintenance.due(batch_id):
             paths = sorted({self.config.table_path(*name.split(".", 1)) for name in tables})
             maintain(spark, paths, self.config.maintenance, scd_type=self.config.scd_type)
-        return BatchReport(batch_id, tuple(sorted(tables)))
+        return self._counted(BatchReport(batch_id, tuple(sorted(tables))), summary)
 
     def _merge(self, spark: Any, segment: DataFrame, all_layouts: tuple[Any, ...], txn: Txn) -> set[str]:
         keeps = self.config.tables.keeps
@@ -245,7 +264,8 @@ class ApplyBatch:
         if ddl["type"] == CREATE:
             shape = created_shape(ddl["sql"], ddl["database"])
             assert shape is not None  # schema_changes keeps only CREATE TABLE it can read
-            created = create_table(spark, path, shape, ddl[SEQ], history=self.config.scd_type == 2,
+            created = create_table(spark, path, shape, ddl[SEQ], if_not_exists=if_not_exists(ddl["sql"]),
+                                   history=self.config.scd_type == 2,
                                    change_data_feed=self.config.maintenance.change_data_feed)
             return {f"{ddl['database']}.{ddl['table']}"} if created else set()
         if not exists(spark, path):
@@ -289,9 +309,11 @@ class ApplyBatch:
         return {f"{n.schema}.{n.table}" for n in holds if path(n) in written}
 
 
-def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False) -> Any:
-    """Start the streaming query; `once` (or trigger available_now) processes what is there and stops."""
-    writer = (records.writeStream.foreachBatch(ApplyBatch(config))
+def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False,
+                batch: ApplyBatch | None = None) -> Any:
+    """Start the streaming query; `once` (or trigger available_now) processes what is there and stops.
+    `batch`: the batch function to run (default a new ApplyBatch), for a caller that reads its reports."""
+    writer = (records.writeStream.foreachBatch(batch or ApplyBatch(config))
               .option("checkpointLocation", config.checkpoint).queryName("lakefeed-apply"))
     if once or config.available_now:
         writer = writer.trigger(availableNow=True)

@@ -4,8 +4,9 @@ canal-JSON DDL messages carry only the SQL, no column types. For the common form
 `CREATE TABLE t (col type [attributes], ..., PRIMARY KEY (...))` the pipeline reads each column's
 type into the `mysqlType` spelling rows use (`decimal(10,2)`, `int unsigned`, `enum('a','b')`) so the
 Delta table exists, with the right types, before its first row. Anything this reader is not sure
-about (CREATE ... LIKE / SELECT, generated columns, types without an exact Spark type, no primary
-key) gives None: the table then appears with its first row, as before.
+about (CREATE ... LIKE / SELECT, generated columns, types without an exact Spark type, no key) gives None: the
+table then appears with its first row, as before. The key is the primary key, else the first unique key whose
+columns are all NOT NULL (the handle key TiCDC and the changefeed key such a table's rows by).
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ from spark_pipelines.schemas import ColumnType, column_type
 from spark_pipelines.transforms.rows import TableShape
 
 _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)"
-_HEAD = re.compile(rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?({_NAME})(?:\s*\.\s*({_NAME}))?"
-                   r"\s*\(", re.IGNORECASE)
+_HEAD = re.compile(rf"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?P<if_not_exists>IF\s+NOT\s+EXISTS\s+)?"
+                   rf"(?P<first>{_NAME})(?:\s*\.\s*(?P<second>{_NAME}))?\s*\(", re.IGNORECASE)
 _COLUMN = re.compile(rf"^({_NAME})\s+(?P<type>[a-z][a-z0-9]*(?:\s+(?:varying|precision))?)\s*", re.IGNORECASE)
 _FLAGS = re.compile(r"^\s*((?:(?:unsigned|signed|zerofill)\s*)*)", re.IGNORECASE)
 _TABLE_CLAUSE = re.compile(r"^(?:CONSTRAINT\b|PRIMARY\s+KEY|UNIQUE\b|KEY\b|INDEX\b|FULLTEXT\b|SPATIAL\b|FOREIGN\b|"
                            r"CHECK\b|PERIOD\b)", re.IGNORECASE)
 _PRIMARY = re.compile(r"^(?:CONSTRAINT\s+(?:" + _NAME + r"\s+)?)?PRIMARY\s+KEY\s*(?:USING\s+\w+\s*)?\((.*)\)",
                       re.IGNORECASE | re.DOTALL)
+_UNIQUE = re.compile(r"^(?:CONSTRAINT\s+(?:" + _NAME + r"\s+)?)?UNIQUE\s+(?:KEY\s+|INDEX\s+)?(?:" + _NAME +
+                     r"\s*)?(?:USING\s+\w+\s*)?\((.*)\)", re.IGNORECASE | re.DOTALL)
+_NOT_NULL = re.compile(r"\bNOT\s+NULL\b", re.IGNORECASE)
 _GENERATED = re.compile(r"\b(?:GENERATED\s+ALWAYS|AS\s*\()", re.IGNORECASE)
 _BINARY_CHARSET = re.compile(r"\b(?:CHARACTER\s+SET|CHARSET)\s*=?\s*'?binary\b", re.IGNORECASE)
 _SYNONYMS = {
@@ -121,24 +125,46 @@ def definition_type(definition: str) -> ColumnType:
     return _column(definition)[1]
 
 
-def created_shape(sql: str, default_db: str) -> TableShape | None:
-    """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
+def _head(sql: str) -> tuple[str, re.Match[str]] | None:
+    """The statement as MySQL reads it (comments out, executable comments, which MySQL ran, opened) and its
+    CREATE TABLE head; None when it is not a CREATE TABLE with a column list."""
     try:
-        text = executable_sql(sql)  # comments out, executable comments (which MySQL ran) opened
+        text = executable_sql(sql)
     except DDLParseError:
         return None
     head = _HEAD.match(text)
-    if head is None:
+    return None if head is None else (text, head)
+
+
+def if_not_exists(sql: str) -> bool:
+    """Whether a CREATE TABLE statement is CREATE TABLE IF NOT EXISTS."""
+    found = _head(sql)
+    return found is not None and found[1].group("if_not_exists") is not None
+
+
+def _key_columns(parts: str) -> list[str]:
+    """`a`, b(10) DESC -> [a, b]: the columns of a key's parenthesised part."""
+    return [_unquote(re.split(r"[\s(]", part.strip(), maxsplit=1)[0]) for part in split_clauses(parts)]
+
+
+def created_shape(sql: str, default_db: str) -> TableShape | None:
+    """The table a CREATE TABLE defines, or None when the statement is not one this reader is sure of."""
+    found = _head(sql)
+    if found is None:
         return None
-    database, table = (default_db, _unquote(head.group(1))) if head.group(2) is None else (
-        _unquote(head.group(1)), _unquote(head.group(2)))
+    text, head = found
+    database, table = (default_db, _unquote(head["first"])) if head["second"] is None else (
+        _unquote(head["first"]), _unquote(head["second"]))
     body, rest = _parenthesised(text[head.end() - 1:])
     if body is None or re.search(r"\b(?:SELECT|LIKE)\b", rest, re.IGNORECASE) or re.match(r"\s*LIKE\b", body, re.I):
         return None
-    columns, key = [], []
+    columns, key, uniques, not_null = [], [], [], set()
     for clause in split_clauses(body):
         if primary := _PRIMARY.match(clause):
-            key = [_unquote(re.split(r"[\s(]", part.strip(), maxsplit=1)[0]) for part in split_clauses(primary[1])]
+            key = _key_columns(primary[1])
+            continue
+        if unique := _UNIQUE.match(clause):
+            uniques.append(_key_columns(unique[1]))
             continue
         if _TABLE_CLAUSE.match(clause):
             continue
@@ -151,6 +177,12 @@ def created_shape(sql: str, default_db: str) -> TableShape | None:
         columns.append((name, ctype))
         if re.search(r"\bPRIMARY\s+KEY\b", after, re.IGNORECASE):
             key = [name]
+        if _NOT_NULL.search(after):
+            not_null.add(name)
+        if re.search(r"\bUNIQUE\b", after, re.IGNORECASE):
+            uniques.append([name])
+    if not key:
+        key = next((unique for unique in uniques if set(unique) <= not_null), [])
     names = {name for name, _ in columns}
     if not key or not columns or not set(key) <= names:
         return None

@@ -17,6 +17,8 @@ from pyspark.sql import functions as F
 from spark_pipelines.schemas import CANAL_JSON_SCHEMA
 
 DML_TYPES = ("INSERT", "UPDATE", "DELETE")
+# The changefeed's message key (changefeed/codec/canal_json.py row_key): {"database", "table", "key": {column: text}}.
+MESSAGE_KEY_SCHEMA = "struct<key: map<string, string>>"
 WATERMARK_TYPE = "TIDB_WATERMARK"
 SEQ = "_lakefeed_seq"
 COMMIT_TS = "_lakefeed_commit_ts"
@@ -30,18 +32,21 @@ def sequence(commit_ts: Column, es: Column, partition: Column, offset: Column) -
 
 
 def parse_messages(records: DataFrame) -> DataFrame:
-    """Kafka source rows (topic, partition, offset, value) -> parsed messages.
+    """Kafka source rows (topic, partition, offset, key, value) -> parsed messages.
 
     Columns: topic, partition, offset, value (the raw text, kept so a bad message can be named),
-    valid, database, table, type, is_ddl, sql, pk_names, mysql_types, row, old, es, only_handle_key,
+    valid, database, table, type, is_ddl, sql, pk_names, key_names (the columns of the
+    changefeed's message key: its handle key), mysql_types, row, old, es, only_handle_key,
     _lakefeed_seq,
     _lakefeed_commit_ts. `valid` is false for text that is not a canal-JSON message; watermarks are
     dropped.
     """
     text = F.col("value").cast("string")
+    key = F.col("key").cast("string")
     parsed = records.select(
         "topic", "partition", "offset", text.alias("value"),
         F.from_json(text, CANAL_JSON_SCHEMA, {"mode": "PERMISSIVE"}).alias("m"),
+        F.from_json(key, MESSAGE_KEY_SCHEMA).alias("k"),
     )
     physical_ms = F.coalesce(
         F.shiftright(F.col("m._tidb.commitTs"), TSO_PHYSICAL_SHIFT), F.col("m.es"))
@@ -53,6 +58,7 @@ def parse_messages(records: DataFrame) -> DataFrame:
         F.coalesce(F.col("m.isDdl"), F.lit(False)).alias("is_ddl"),
         F.col("m.sql").alias("sql"),
         F.col("m.pkNames").alias("pk_names"),
+        F.map_keys(F.col("k.key")).alias("key_names"),
         F.col("m.mysqlType").alias("mysql_types"),
         F.col("m.data")[0].alias("row"),
         F.col("m.old")[0].alias("old"),

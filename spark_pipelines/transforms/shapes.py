@@ -36,6 +36,7 @@ def shape_rows(messages: DataFrame) -> DataFrame:
     return dml.groupBy(
         "database", "table",
         F.to_json(F.col("pk_names")).alias("pk"),
+        F.to_json(F.col("key_names")).alias("key_names"),
         F.to_json(F.map_keys(F.col("row"))).alias("columns"),
         F.to_json(F.col("mysql_types")).alias("types"),
     ).agg(
@@ -51,6 +52,22 @@ def _as_key_number(value: Column) -> Column:
     return F.when(value.rlike(r"^-?[0-9]+$"), number)
 
 
+def _key(layout: Any) -> list[str]:
+    """The columns a table's rows are keyed by: `pkNames`, else the columns of the message key.
+
+    TiCDC's canal-JSON sends `pkNames: []` for a table without a PRIMARY KEY even when a unique key on
+    NOT NULL columns identifies its rows: MySQL's stand-in primary key ("If a table has no PRIMARY KEY
+    ... MySQL returns the first UNIQUE index that has no NULL columns as the PRIMARY KEY", MySQL manual,
+    CREATE TABLE). The changefeed's message key (`message-key=handle-key`, its default) names that
+    handle key. A table with no handle key at all gets every column in its message key: its rows are
+    not identifiable, so no key (the caller refuses the table)."""
+    pk = json.loads(layout["pk"] or "null")
+    if pk:
+        return list(pk)
+    names = json.loads(layout["key_names"] or "null") or []
+    return [] if sorted(names) == sorted(json.loads(layout["columns"])) else list(names)
+
+
 def fold_shapes(rows: Iterable[Any]) -> dict[tuple[str, str], TableShape]:
     """Newest layout first: its column order and types win; columns only older layouts have are
     appended (their messages still carry values for them)."""
@@ -60,10 +77,12 @@ def fold_shapes(rows: Iterable[Any]) -> dict[tuple[str, str], TableShape]:
     shapes = {}
     for (database, table), layouts in by_table.items():
         layouts.sort(key=lambda r: tuple(r["newest"]), reverse=True)
-        pk = json.loads(layouts[0]["pk"] or "null")
+        pk = _key(layouts[0])
         if not pk:
-            raise SchemaError(f"table {database}.{table} has no primary key (pkNames is empty); the "
-                              "pipeline merges by key, so add a primary key in MySQL or exclude the table")
+            raise SchemaError(f"table {database}.{table} has no primary key and no unique key on NOT NULL "
+                              "columns (pkNames and the message key name none), so its rows cannot be "
+                              "identified; add a primary key in MySQL, or exclude the table "
+                              "(tables.exclude), or send message-key=handle-key")
         columns: dict[str, Any] = {}
         for layout in layouts:
             types = json.loads(layout["types"])

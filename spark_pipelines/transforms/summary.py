@@ -5,7 +5,8 @@ each job re-reads the cached messages and pays the scheduling cost. `summary_row
 DataFrame of a few rows, told apart by `kind`:
 - `bad`: the first message that is not a canal-JSON change (topic, partition, offset, value);
 - `ddl`: every table DDL message (database, table, type, sql, sequence, commit time);
-- `layout`: one row per (table, message layout), as transforms/shapes.shape_rows gives them.
+- `layout`: one row per (table, message layout), as transforms/shapes.shape_rows gives them;
+- `count`: messages and newest commit time per table (transforms/counts.per_table), for the progress line.
 `BatchSummary.of` splits the collected rows on the driver.
 """
 
@@ -18,11 +19,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_pipelines.transforms.counts import per_table
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
 from spark_pipelines.transforms.shapes import shape_rows
 
 KIND = "_lakefeed_kind"
-BAD, DDL, LAYOUT = "bad", "ddl", "layout"
+BAD, DDL, LAYOUT, COUNT = "bad", "ddl", "layout", "count"
 
 
 def summary_rows(messages: DataFrame, ddl_types: Sequence[str]) -> DataFrame:
@@ -32,7 +34,9 @@ def summary_rows(messages: DataFrame, ddl_types: Sequence[str]) -> DataFrame:
     ddl = (messages.where(F.col("valid") & F.col("is_ddl") & F.col("type").isin(*ddl_types))
            .select("database", "table", "type", "sql", SEQ, COMMIT_TS).withColumn(KIND, F.lit(DDL)))
     layouts = shape_rows(messages).withColumn(KIND, F.lit(LAYOUT))
-    return bad.unionByName(ddl, allowMissingColumns=True).unionByName(layouts, allowMissingColumns=True)
+    counts = per_table(messages).withColumn(KIND, F.lit(COUNT))
+    return (bad.unionByName(ddl, allowMissingColumns=True).unionByName(layouts, allowMissingColumns=True)
+            .unionByName(counts, allowMissingColumns=True))
 
 
 @dataclass(frozen=True)
@@ -40,10 +44,12 @@ class BatchSummary:
     bad: Any | None  # a Row: topic, partition, offset, value
     ddl: tuple[Any, ...]  # Rows: database, table, type, sql, _lakefeed_seq, _lakefeed_commit_ts
     layouts: tuple[Any, ...]  # Rows of shape_rows
+    counts: tuple[Any, ...]  # Rows of per_table
 
     @classmethod
     def of(cls, rows: Iterable[Any]) -> BatchSummary:
-        by_kind: dict[str, list[Any]] = {BAD: [], DDL: [], LAYOUT: []}
+        by_kind: dict[str, list[Any]] = {BAD: [], DDL: [], LAYOUT: [], COUNT: []}
         for row in rows:
             by_kind[row[KIND]].append(row)
-        return cls(next(iter(by_kind[BAD]), None), tuple(by_kind[DDL]), tuple(by_kind[LAYOUT]))
+        return cls(next(iter(by_kind[BAD]), None), tuple(by_kind[DDL]), tuple(by_kind[LAYOUT]),
+                   tuple(by_kind[COUNT]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lakefeed_testing.net import free_port, port_open, wait_until
+from lakefeed_testing.processes import stop_process
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         wait_until(lambda: port_open(port), timeout=20, what="broker", alive=lambda: process.poll() is None)
         yield BrokerProcess(port, root / "data", log_path, process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture

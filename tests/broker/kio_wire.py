@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import io
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -50,9 +51,11 @@ def read_frame(sock: socket.socket) -> bytes:
     return exactly(size)
 
 
-def roundtrip(port: int, api_key: int, version: int, body: Any) -> tuple[int, Any]:
-    """Send one request; return (correlation id, decoded response body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+def roundtrip(port: int, api_key: int, version: int, body: Any,
+              tls: ssl.SSLContext | None = None) -> tuple[int, Any]:
+    """Send one request (over TLS with `tls`); return (correlation id, decoded response body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        sock = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls is not None else raw
         sock.sendall(frame(api_key, version, body, correlation_id=7))
         data = read_frame(sock)
     cls = response_class(api_key, version)

@@ -102,6 +102,12 @@ def test_bad_arguments_and_busy_port_are_named(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "0", "--data-dir",
                              str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--nodes must be at least 1" in result.stderr
+    # --listener-names reaches every node's listeners: an unmapped name is refused before any node starts
+    result = subprocess.run([sys.executable, "-m", "broker.cli", "dev-cluster", "--nodes", "1", "--data-dir",
+                             str(tmp_path), "--listener-names", "CLIENT,INTERNAL"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "CLIENT is not a security protocol and has no entry in listener.security.protocol.map" in result.stderr
 
 
 def test_node_settings_follow_the_port_layout_roles_racks_and_overrides(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ CI runs a small fixed slice: seed 1 (30 transactions, 4 DDL), every dispatcher, 
 every workload kind except those harness.KNOWN_UNFIXED names (with the reason). The long run
 (docs/development.md) takes its seeds, faults, sizes, nodes and kinds from the environment:
 
-    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job \
+    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job,mariadb \
         .venv/bin/pytest tests/equality/test_differential.py -k seeds -s
 """
 
@@ -17,7 +17,7 @@ import pytest
 from changefeed.config import parse_config
 from lakefeed_testing import MySQLServer
 from lakefeed_testing.random_workload import parse_kinds
-from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, changefeed_config, run_seed
+from tests.equality.harness import DISPATCHERS, FAULTS, KNOWN_UNFIXED, SeedReport, changefeed_config, run_seed
 
 CI_SEEDS = (1,)
 
@@ -26,6 +26,14 @@ def _sizes() -> dict[str, int]:
     """LAKEFEED_EQ_SIZE=transactions,ddl,preload_rows (default 150,14,60)."""
     transactions, ddl, rows = (int(n) for n in os.environ.get("LAKEFEED_EQ_SIZE", "150,14,60").split(","))
     return {"transactions": transactions, "ddl_statements": ddl, "preload_rows": rows}
+
+
+def _dispatchers(chosen: str, seed: int, fault_index: int) -> tuple[str, ...]:
+    """`rotate`: one dispatcher per run, moving on with the seed and the fault, so that over 5 seeds every
+    fault meets every dispatcher (a fifth of the pipeline time of running all five each time)."""
+    if chosen == "rotate":
+        return (DISPATCHERS[(seed + fault_index) % len(DISPATCHERS)],)
+    return tuple(chosen.split(","))
 
 
 def _seeds(text: str) -> list[int]:
@@ -53,19 +61,24 @@ def test_ci_slice_every_dispatcher_ends_equal(mysql: MySQLServer, spark: Any, tm
 def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Path) -> None:
     kinds = parse_kinds(os.environ.get("LAKEFEED_EQ_KINDS", "").split(",") if os.environ.get("LAKEFEED_EQ_KINDS")
                         else (), [k for k in os.environ.get("LAKEFEED_EQ_EXCLUDE", "").split(",") if k])
-    dispatchers = tuple(os.environ.get("LAKEFEED_EQ_DISPATCHERS", ",".join(DISPATCHERS)).split(","))
+    chosen = os.environ.get("LAKEFEED_EQ_DISPATCHERS", ",".join(DISPATCHERS))
     nodes = int(os.environ.get("LAKEFEED_EQ_NODES", "3"))
     faults = [None if f == "none" else f for f in os.environ.get("LAKEFEED_EQ_FAULTS", "none").split(",")]
     unknown = [f for f in faults if f is not None and f not in FAULTS]
     assert not unknown, f"LAKEFEED_EQ_FAULTS: unknown {unknown}; known: none, {', '.join(FAULTS)}"
     reports = []
     for seed in _seeds(os.environ["LAKEFEED_EQ_SEEDS"]):
-        for fault in faults:
-            report = run_seed(mysql, spark, tmp_path / f"seed-{seed}-{fault or 'none'}", seed, kinds=kinds,
-                              dispatchers=dispatchers, nodes=nodes, fault=fault, **_sizes())
+        for index, fault in enumerate(faults):
+            dispatchers = _dispatchers(chosen, seed, index)
+            workdir = tmp_path / f"seed-{seed}-{fault or 'none'}"
+            try:
+                report = run_seed(mysql, spark, workdir, seed, kinds=kinds, dispatchers=dispatchers, nodes=nodes,
+                                  fault=fault, **_sizes())
+            except Exception as exc:  # one failed run must not hide the others' results
+                report = SeedReport(seed, dispatchers, fault, error=f"{type(exc).__name__}: {exc} (logs: {workdir})")
             print(report.describe(), flush=True)
             reports.append(report)
-    different = [(r.seed, r.fault) for r in reports if not r.equal]
+    different = [(r.seed, r.fault, r.dispatchers) for r in reports if not r.equal]
     print(f"{len(reports)} runs, {sum(r.rows_compared for r in reports)} rows and "
           f"{sum(r.ddl for r in reports)} DDL compared in {sum(r.seconds for r in reports):.0f} s; "
           f"different: {different or 'none'}")
@@ -80,4 +93,6 @@ def test_each_dispatcher_config_is_one_the_changefeed_accepts(dispatcher: str) -
 
 def test_seed_lists_and_known_unfixed_kinds_are_real_kinds() -> None:
     assert _seeds("1-3,7") == [1, 2, 3, 7]
+    rotated = {(fault, _dispatchers("rotate", seed, fault)[0]) for seed in range(1, 6) for fault in range(4)}
+    assert len(rotated) == 4 * len(DISPATCHERS)  # over 5 seeds, every fault under every dispatcher
     assert parse_kinds(exclude=KNOWN_UNFIXED)  # every excluded name is a workload kind

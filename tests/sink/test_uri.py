@@ -1,5 +1,8 @@
 """Sink URI parsing: TiCDC names and defaults, and clear errors for bad URIs."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from sink.errors import SinkConfigError
@@ -34,6 +37,23 @@ def test_every_parameter_is_parsed() -> None:
     client = config.client_config()
     assert client["security.protocol"] == "SASL_PLAINTEXT" and client["sasl.mechanism"] == "PLAIN"
     assert "s3cret" not in repr(config)
+
+
+def test_the_sasl_password_from_a_file_or_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "sasl"
+    secret.write_text("from-file\n")
+    monkeypatch.setenv("CDC_SASL", "from-env")
+    base = "kafka://h:1/t?sasl-user=u&sasl-mechanism=SCRAM-SHA-512"
+    assert parse_sink_uri(f"{base}&sasl-password-file={secret}").client_config()["sasl.password"] == "from-file"
+    assert parse_sink_uri(f"{base}&sasl-password-env=CDC_SASL").client_config()["sasl.password"] == "from-env"
+    refusals = {
+        f"{base}&sasl-password=x&sasl-password-file={secret}": "give the SASL password one way",
+        f"{base}&sasl-password-file={tmp_path}/missing": f"sasl-password-file={tmp_path}/missing: cannot read it",
+        f"{base}&sasl-password-env=NO_SUCH_VARIABLE_X": "environment has no NO_SUCH_VARIABLE_X",
+    }
+    for uri, fragment in refusals.items():
+        with pytest.raises(SinkConfigError, match=re.escape(fragment)):
+            parse_sink_uri(uri)
 
 
 @pytest.mark.parametrize(

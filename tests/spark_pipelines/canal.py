@@ -34,8 +34,9 @@ def ddl(table: str, kind: str, sql: str, *, es: int = 1_700_000_000_000, commit_
 
 
 def records(spark: Any, values: Sequence[str], *, partition: int = 0, topic: str = "cdc") -> Any:
-    """Rows as Spark's Kafka source gives them: value as bytes, offsets in list order."""
+    """Rows as Spark's Kafka source gives them: value as bytes, offsets in list order; no message key (as
+    TiCDC sends, message-key=none)."""
     return spark.createDataFrame(
-        [(topic, partition, offset, value.encode()) for offset, value in enumerate(values)],
-        "topic STRING, partition INT, offset LONG, value BINARY",
+        [(topic, partition, offset, None, value.encode()) for offset, value in enumerate(values)],
+        "topic STRING, partition INT, offset LONG, key BINARY, value BINARY",
     )

@@ -40,11 +40,17 @@ def new_topic_name() -> str:
     return f"c-{uuid.uuid4().hex[:10]}"
 
 
+_TRANSIENT = frozenset({KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                        KafkaError.NOT_LEADER_FOR_PARTITION})
+
+
 def describe(bootstrap: str, topic: str) -> dict[int, PartitionState]:
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
     md = admin.list_topics(topic, timeout=5).topics[topic]
     if md.error is not None:
-        if md.error.retriable():  # e.g. LEADER_NOT_AVAILABLE while metadata reaches this broker: `until` retries
+        # LEADER_NOT_AVAILABLE while a new topic's leaders reach this broker: `until` retries. Kafka names it a
+        # RetriableException, but librdkafka's per-topic metadata error does not carry the retriable flag.
+        if md.error.retriable() or md.error.code() in _TRANSIENT:
             raise KafkaException(md.error)
         raise AssertionError(f"topic {topic}: {md.error}")
     return {p: PartitionState(s.leader, list(s.replicas), sorted(s.isrs)) for p, s in md.partitions.items()}

@@ -23,6 +23,23 @@ SETTINGS = {
 }
 
 
+def mutual_tls_settings(client_protocol: str, keystore: Path, ca_file: Path) -> dict[str, str]:
+    """A cluster secured as Kafka's KRaft docs describe it: clients on CLIENT (`client_protocol`), replication on
+    INTERNAL and the quorum on CONTROLLER, both SSL with mutual TLS (every node presents `keystore`)."""
+    return {
+        **SETTINGS,
+        "listener.security.protocol.map": f"CLIENT:{client_protocol},INTERNAL:SSL,CONTROLLER:SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "controller.listener.names": "CONTROLLER",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.location": str(ca_file),
+        "listener.name.internal.ssl.client.auth": "required",
+        "listener.name.controller.ssl.client.auth": "required",
+        "offsets.topic.num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "100",
+    }
+
+
 @dataclass(frozen=True)
 class Cluster:
     name: str
@@ -36,6 +53,7 @@ class Cluster:
     active_controller: Callable[[], int | None]
     wait_formed: Callable[[], None]
     data_dir: Callable[[int], Path]  # a node's log dir: partitions in Kafka's layout, for storage damage
+    metrics_url: Callable[[int], str | None] = lambda _: None  # a node's Prometheus endpoint (ours only)
 
     @property
     def node_ids(self) -> list[int]:
@@ -59,7 +77,7 @@ def _ours(dev: DevCluster) -> Cluster:
     return Cluster(
         "ours", dev.bootstrap_servers(), {n: dev.port(n) for n in dev.node_ids}, dev.kill, dev.restart,
         dev.pause, dev.resume, dev.alive, dev.active_controller, lambda: wait_cluster_formed(dev, timeout=30),
-        lambda n: dev.data_dir / f"node-{n}",
+        lambda n: dev.data_dir / f"node-{n}", lambda n: f"http://127.0.0.1:{dev.metrics_port(n)}/metrics",
     )  # fmt: skip
 
 

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from broker.controller import records as r
 from broker.controller.errors import (
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
@@ -169,6 +170,22 @@ def test_config_changes_replicate_and_bad_resources_are_named() -> None:
     assert [d["kind"] for _, d in ctl.committed_records(0).records][-1] == "config_change"
 
 
+def test_security_records_replicate_and_nothing_else_passes_through_alter_security() -> None:
+    sim = Sim()
+    sim.run(400)
+    ctl = sim.active()
+    credential = r.ScramCredentialChange("alice", "SCRAM-SHA-512", "czE=", "azE=", "azI=", 4096)
+    acl = r.AclChange(2, "orders", 3, "User:alice", "*", 4, 3)
+    ctl.alter_security([r.to_dict(credential), r.to_dict(acl)])
+    sim.run(100)
+    for q in sim.nodes.values():
+        assert q.state.scram == {"alice": {"SCRAM-SHA-512": credential}} and q.state.acls == (acl,)
+    with pytest.raises(ValueError, match="SCRAM credential and ACL records only, not \\['DeleteTopic'\\]"):
+        ctl.alter_security([r.to_dict(r.DeleteTopic("orders"))])
+    with pytest.raises(ValueError, match="bad security record"):
+        ctl.alter_security([{"kind": "acl", "resource_type": 2}])
+
+
 def test_explicit_assignment_is_checked_and_kept() -> None:
     sim = _registered(1, 2, 3)
     ctl = sim.active()
@@ -211,11 +228,11 @@ def test_alter_partition_from_a_stale_leader_is_refused() -> None:
     ctl = sim.active()
     ctl.create_topic("t", 1, -1, "id-t", assignment=[[1, 2, 3]])
     sim.run(50)
-    sim.active().alter_partition("t", 0, 1, 0, (1, 2))
+    sim.active().alter_partition("t", 0, 1, 0, 0, (1, 2))
     sim.run(50)
     assert sim.active().state.partition("t", 0).isr == (1, 2)  # type: ignore[union-attr]
     with pytest.raises(StaleEpoch):
-        sim.active().alter_partition("t", 0, 2, 0, (2,))  # broker 2 does not lead
+        sim.active().alter_partition("t", 0, 2, 0, 1, (2,))  # broker 2 does not lead
 
 
 def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbeats() -> None:
@@ -238,13 +255,13 @@ def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbe
     assert after.leader_epoch == before.leader_epoch + 1
     # Fenced, it may not rejoin the ISR even if its leader asks (Kafka's INELIGIBLE_REPLICA) ...
     with pytest.raises(ValueError, match="fenced"):
-        sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+        sim.active().alter_partition("t", 0, 2, after.leader_epoch, after.partition_epoch, (1, 2, 3))
     # ... until its heartbeat unfences it; it stays a follower and rejoins through its leader.
     sim.active().heartbeat(1)
     sim.run(50)
     state = sim.active().state
     assert not state.brokers[1].fenced and state.partition("t", 0) == after
-    sim.active().alter_partition("t", 0, 2, after.leader_epoch, (1, 2, 3))
+    sim.active().alter_partition("t", 0, 2, after.leader_epoch, after.partition_epoch, (1, 2, 3))
     sim.run(50)
     assert sim.active().state.partition("t", 0).isr == (1, 2, 3)  # type: ignore[union-attr]
 

@@ -19,7 +19,12 @@ from broker.controller.snapshot import from_snapshot, state_records, to_snapshot
 from broker.controller.state import PRODUCER_IDS_BLOCK_SIZE, MetadataState
 
 OPS = ["fence", "unfence", "create", "grow", "delete", "config", "unconfig", "preferred", "producer_ids",
-       "reregister", "snapshot"]
+       "reregister", "scram", "unscram", "acl", "unacl", "snapshot"]
+MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def acl(arg: int, remove: bool = False) -> r.AclChange:
+    return r.AclChange(2, f"t{arg % 3}", 3, f"User:u{arg % 2}", "*", 3 + arg % 2, 3, remove)
 
 
 def history(ops: list[tuple[str, int]]) -> tuple[list[r.Record], list[int]]:
@@ -70,6 +75,13 @@ def history(ops: list[tuple[str, int]]) -> tuple[list[r.Record], list[int]]:
         elif kind == "preferred":
             for c in preferred_leader_changes(s):
                 emit(c)
+        elif kind == "scram":
+            emit(r.ScramCredentialChange(f"u{arg % 3}", MECHANISMS[arg % 2], f"salt{len(log)}", "c3RvcmVk",
+                                         "c2VydmVy", 4096 + arg))
+        elif kind == "unscram":
+            emit(r.ScramCredentialChange(f"u{arg % 3}", MECHANISMS[arg % 2], remove=True))
+        elif kind in ("acl", "unacl"):
+            emit(acl(arg, remove=kind == "unacl"))
         elif kind == "producer_ids":
             emit(r.ProducerIdsBlock(arg, s.next_producer_id, PRODUCER_IDS_BLOCK_SIZE))
         elif kind == "snapshot":
@@ -111,3 +123,37 @@ def test_the_snapshot_is_as_big_as_the_state_not_the_history() -> None:
 def test_a_bad_snapshot_is_named() -> None:
     with pytest.raises(ValueError, match="bad metadata snapshot"):
         from_snapshot({"records": [{"kind": "register_broker"}]})
+
+
+def test_listener_endpoints_survive_the_json_log_and_a_snapshot() -> None:
+    """A broker's per-listener addresses (Kafka's RegisterBrokerRecord endpoints) come back from the JSON records
+    and from a snapshot: without them a client of the CLIENT listener would be sent to the INTERNAL one."""
+    record = r.RegisterBroker(1, "127.0.0.1", 9094, None, "inc", endpoints=(("CLIENT", "h", 9093),
+                                                                         ("INTERNAL", "127.0.0.1", 9094)))
+    state = MetadataState()
+    state.apply(r.from_dict(json.loads(json.dumps(r.to_dict(record)))))
+    rebuilt = from_snapshot(json.loads(json.dumps(to_snapshot(state))))
+    broker = rebuilt.brokers[1]
+    assert broker.address("CLIENT") == ("h", 9093)
+    assert broker.address("INTERNAL") == ("127.0.0.1", 9094)
+    assert broker.address("OTHER") == ("127.0.0.1", 9094)  # unknown listener: the inter-broker address
+
+
+def test_credentials_and_acls_are_metadata_kept_through_json_and_a_snapshot() -> None:
+    """As KRaft's UserScramCredentialRecord and AccessControlEntryRecord: a credential set twice keeps the newest,
+    a removed one is gone with its user when it was the last; an ACL added twice is one, removal removes it."""
+    state = MetadataState()
+    log = [r.ScramCredentialChange("alice", "SCRAM-SHA-256", "czE=", "azE=", "azI=", 4096),
+           r.ScramCredentialChange("alice", "SCRAM-SHA-256", "czI=", "azM=", "azQ=", 8192),
+           r.ScramCredentialChange("alice", "SCRAM-SHA-512", "czM=", "azU=", "azY=", 4096),
+           r.ScramCredentialChange("bob", "SCRAM-SHA-512", "czQ=", "azc=", "azg=", 4096),
+           r.ScramCredentialChange("bob", "SCRAM-SHA-512", remove=True),
+           acl(1), acl(1), acl(2), acl(2, remove=True)]
+    for rec in log:
+        state.apply(r.from_dict(json.loads(json.dumps(r.to_dict(rec)))))
+    assert sorted(state.scram) == ["alice"] and sorted(state.scram["alice"]) == list(MECHANISMS)
+    assert state.scram["alice"]["SCRAM-SHA-256"].iterations == 8192
+    assert state.acls == (acl(1),)
+    rebuilt = from_snapshot(json.loads(json.dumps(to_snapshot(state))))
+    same(rebuilt, state)
+    assert rebuilt.scram["alice"]["SCRAM-SHA-256"].salt == "czI=" and rebuilt.acls == (acl(1),)

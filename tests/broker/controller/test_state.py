@@ -11,7 +11,7 @@ from broker.controller.election import (
     on_broker_unfenced,
     preferred_leader_changes,
 )
-from broker.controller.errors import InvalidReplicationFactor, StaleEpoch
+from broker.controller.errors import InvalidReplicationFactor, StaleEpoch, StalePartitionEpoch
 from broker.controller.heartbeats import BrokerHeartbeats
 from broker.controller.new_partitions import add_partitions
 from broker.controller.placement import assign_replicas
@@ -64,7 +64,7 @@ def test_failover_elects_from_isr_and_goes_offline_without_unclean() -> None:
     assert p0 is not None and p0.leader == p0.replicas[1] and p0.leader_epoch == 1
     assert old_leader not in p0.isr
     # ISR shrinks to the leader only, then the leader dies: offline, no unclean election.
-    s.apply(alter_isr(s, "t", 0, p0.leader, p0.leader_epoch, (p0.leader,)))
+    s.apply(alter_isr(s, "t", 0, p0.leader, p0.leader_epoch, p0.partition_epoch, (p0.leader,)))
     lone = p0.leader
     s.apply(r.FenceBroker(lone))
     apply_all(s, on_broker_fenced(s, lone))
@@ -82,7 +82,7 @@ def test_unclean_election_when_enabled() -> None:
     create(s, "t", 1, 2)
     p = s.partition("t", 0)
     assert p is not None
-    s.apply(alter_isr(s, "t", 0, p.leader, 0, (p.leader,)))
+    s.apply(alter_isr(s, "t", 0, p.leader, 0, p.partition_epoch, (p.leader,)))
     s.apply(r.FenceBroker(p.leader))
     apply_all(s, on_broker_fenced(s, p.leader, unclean=True))
     q = s.partition("t", 0)
@@ -97,8 +97,25 @@ def test_alter_isr_with_stale_epoch_is_fenced() -> None:
     s.apply(r.FenceBroker(p.leader))
     apply_all(s, on_broker_fenced(s, p.leader))
     with pytest.raises(StaleEpoch) as e:
-        alter_isr(s, "t", 0, p.leader, 0, (p.leader,))
+        alter_isr(s, "t", 0, p.leader, 0, p.partition_epoch, (p.leader,))
     assert e.value.kafka_error == "FENCED_LEADER_EPOCH"
+
+
+def test_alter_isr_made_against_an_older_partition_state_is_refused() -> None:
+    """Kafka's INVALID_UPDATE_VERSION: a proposal that reaches the controller after another change of the
+    partition (here: an earlier proposal of the same leader) must not overwrite it."""
+    s = cluster(3)
+    create(s, "t", 1, 3)
+    p = s.partition("t", 0)
+    assert p is not None
+    shrink = alter_isr(s, "t", 0, p.leader, p.leader_epoch, p.partition_epoch, (p.leader, p.replicas[1]))
+    s.apply(shrink)
+    with pytest.raises(StalePartitionEpoch) as e:
+        alter_isr(s, "t", 0, p.leader, p.leader_epoch, p.partition_epoch, (p.leader,))
+    assert e.value.kafka_error == "INVALID_UPDATE_VERSION"
+    q = s.partition("t", 0)
+    assert q is not None and q.isr == (p.leader, p.replicas[1])
+    s.apply(alter_isr(s, "t", 0, q.leader, q.leader_epoch, q.partition_epoch, (q.leader,)))
 
 
 def test_preferred_leader_election_moves_leadership_back() -> None:
@@ -112,7 +129,7 @@ def test_preferred_leader_election_moves_leadership_back() -> None:
     assert preferred_leader_changes(s) == []  # not in the ISR yet
     q = s.partition("t", 0)
     assert q is not None
-    s.apply(alter_isr(s, "t", 0, q.leader, q.leader_epoch, (*q.isr, p.replicas[0])))
+    s.apply(alter_isr(s, "t", 0, q.leader, q.leader_epoch, q.partition_epoch, (*q.isr, p.replicas[0])))
     apply_all(s, preferred_leader_changes(s))
     q = s.partition("t", 0)
     assert q is not None and q.leader == p.replicas[0]

@@ -10,7 +10,13 @@ from broker.replication.errors import (
     NotEnoughReplicasAfterAppend,
     UnknownLeaderEpoch,
 )
-from broker.replication.leader_epochs import EpochEnd, LeaderEpochCache, diverging_epoch, truncation_offset
+from broker.replication.leader_epochs import (
+    EpochEnd,
+    LeaderEpochCache,
+    diverging_epoch,
+    truncate_on_diverging,
+    truncation_offset,
+)
 from broker.replication.partition import PartitionReplication
 from broker.replication.purgatory import Delayed, Purgatory
 
@@ -28,7 +34,7 @@ def test_high_watermark_is_min_leo_over_isr_and_never_goes_back() -> None:
     assert p.high_watermark == 0  # replica 3 is in the ISR and at 0
     assert p.on_follower_fetch(3, 7, 5)
     assert p.high_watermark == 7
-    p.apply_leader_and_isr(0, (1, 2))
+    p.apply_leader_and_isr(0, (1, 2), 1)
     assert p.high_watermark == 10
     p.on_follower_fetch(2, 3, 6)  # a stale fetch offset never moves the HW back
     assert p.high_watermark == 10
@@ -43,7 +49,7 @@ def test_isr_shrinks_after_lag_time_and_expands_on_catch_up() -> None:
     p.on_follower_fetch(2, 9, 900)
     assert p.pending_isr(1000) is None  # replica 3 lagging for 900 ms < 1000 ms
     assert p.pending_isr(1101) == (1, 2)
-    p.apply_leader_and_isr(0, (1, 2))
+    p.apply_leader_and_isr(0, (1, 2), 2)
     assert p.high_watermark == 9
     p.on_follower_fetch(3, 8, 1200)
     assert p.pending_isr(1200) is None  # not yet at the HW
@@ -53,7 +59,7 @@ def test_isr_shrinks_after_lag_time_and_expands_on_catch_up() -> None:
 
 def test_min_insync_replicas_refuses_acks_all_before_append() -> None:
     p = part()
-    p.apply_leader_and_isr(0, (1,))
+    p.apply_leader_and_isr(0, (1,), 3)
     with pytest.raises(NotEnoughReplicas, match=r"fewer than min\.insync\.replicas=2") as e:
         p.check_produce(acks=-1)
     assert e.value.kafka_error == "NOT_ENOUGH_REPLICAS" and e.value.retriable
@@ -62,7 +68,7 @@ def test_min_insync_replicas_refuses_acks_all_before_append() -> None:
 
 def test_epoch_checks() -> None:
     p = part()
-    p.apply_leader_and_isr(3, (1, 2, 3))
+    p.apply_leader_and_isr(3, (1, 2, 3), 4)
     p.check_epoch(3)
     p.check_epoch(-1)
     with pytest.raises(FencedLeaderEpoch):
@@ -70,7 +76,7 @@ def test_epoch_checks() -> None:
     with pytest.raises(UnknownLeaderEpoch):
         p.check_epoch(4)
     with pytest.raises(FencedLeaderEpoch):
-        p.apply_leader_and_isr(2, (1,))
+        p.apply_leader_and_isr(2, (1,), 5)
 
 
 def test_purgatory_completes_acks_all_on_hw_and_times_out() -> None:
@@ -141,7 +147,7 @@ def test_acks_all_after_isr_shrink_is_not_enough_replicas_after_append() -> None
     p = part()
     p.on_leader_append(5, 0)
     assert not p.acks_all_done(5)
-    p.apply_leader_and_isr(0, (1,))  # followers dropped out: the HW jumps to the leader's LEO
+    p.apply_leader_and_isr(0, (1,), 6)  # followers dropped out: the HW jumps to the leader's LEO
     with pytest.raises(NotEnoughReplicasAfterAppend) as e:
         p.acks_all_done(5)
     assert e.value.kafka_error == "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
@@ -182,3 +188,49 @@ def test_check_produce_discounts_followers_that_stopped_fetching() -> None:
     with pytest.raises(NotEnoughReplicas):
         p.check_produce(-1, 2600)  # 2 silent as well: the ISR (not yet shrunk) would never acknowledge
     p.check_produce(1, 2600)  # acks=1 does not care
+
+
+def test_truncate_on_diverging_is_the_rule_the_fetcher_runs() -> None:
+    """The three cases of the follower's rule; the last is where the fetcher's own rule (before issue 18) kept
+    a record from an epoch the leader never had: follower [epoch 1 at offset 0], leader [epoch 0 at 0]."""
+    follower = cache([0, 0, 1, 1, 3])  # epochs 0@0, 1@2, 3@4; log end 5
+    assert truncate_on_diverging(follower, 5, EpochEnd(1, 3)) == 3  # both had epoch 1: the smaller end
+    assert truncate_on_diverging(follower, 5, EpochEnd(2, 5)) == 4  # never had 2: our end of epoch 1
+    assert truncate_on_diverging(cache([1]), 1, EpochEnd(0, 1)) == 0  # no epoch that old: keep nothing
+    assert truncation_offset(cache([1]), 1, cache([0]), 1) == 0
+
+
+def test_the_low_watermark_is_the_lowest_log_start_over_the_leader_and_live_followers() -> None:
+    p = PartitionReplication(leader_id=1, leader_epoch=0, replicas=(1, 2, 3), isr=(1, 2, 3))
+    assert p.on_follower_fetch(2, 10, 1, log_start=5)  # a moved log start counts as progress
+    p.on_follower_fetch(3, 10, 1, log_start=0)
+    assert p.low_watermark(7, live={1, 2, 3}) == 0
+    assert p.low_watermark(7, live={1, 2}) == 5  # a follower on a fenced broker does not hold it back
+    assert not p.on_follower_fetch(3, 10, 2, log_start=-1)  # not told: kept
+    p.on_follower_fetch(3, 10, 3, log_start=9)
+    assert p.low_watermark(7, live={1, 2, 3}) == 5
+
+
+def test_a_proposed_joiner_holds_the_high_watermark_until_the_proposal_is_resolved() -> None:
+    """Kafka's maximal ISR (KIP-497): the controller may have let 3 in already, so the leader must not
+    acknowledge what 3 lacks; a repeated metadata update of the same partition epoch resolves nothing."""
+    p = PartitionReplication(1, 0, (1, 2, 3), (1, 2), min_insync_replicas=2, partition_epoch=4)
+    p.on_leader_append(10, 0)
+    p.on_follower_fetch(3, 10, 0)  # caught up: the leader proposes it
+    p.propose_isr((1, 2, 3))
+    p.on_leader_append(20, 1)
+    p.on_follower_fetch(2, 20, 1)
+    assert p.high_watermark == 10  # 2 has 20, the proposed 3 only 10
+    p.apply_leader_and_isr(0, (1, 2), 4)  # the same committed state again: still unresolved
+    assert p.high_watermark == 10
+    p.on_follower_fetch(3, 20, 2)
+    assert p.high_watermark == 20
+    p.on_leader_append(30, 3)
+    p.on_follower_fetch(2, 30, 3)
+    p.proposal_refused()  # e.g. 3 was fenced meanwhile: nothing changed on the controller
+    assert p.maximal_isr() == {1, 2}
+    p.on_follower_fetch(2, 30, 4)
+    assert p.high_watermark == 30
+    p.propose_isr((1, 2, 3))
+    p.apply_leader_and_isr(0, (1, 2, 3), 5)  # applied: the committed ISR now holds it
+    assert p.proposed_isr is None and p.maximal_isr() == {1, 2, 3}

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.integration
 
 
 @contextmanager
-def running_broker(data_dir: Path, port: int, log_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def running_broker(
+    data_dir: Path, port: int, log_path: Path, *settings: str
+) -> Iterator[subprocess.Popen[bytes]]:
     command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(data_dir),
-               "--listeners", f"PLAINTEXT://127.0.0.1:{port}"]
+               "--listeners", f"PLAINTEXT://127.0.0.1:{port}", *(f"--set={s}" for s in settings)]
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
     try:
@@ -71,3 +73,29 @@ def test_data_survives_restart(tmp_path: Path, stop: str) -> None:
     with running_broker(data_dir, port, tmp_path / "broker.log"):
         got = consume_all(port, topic, len(sent))
     assert sorted(got) == sorted(sent)
+
+
+def test_an_idle_partition_is_trimmed_by_retention_after_a_restart_without_any_request(tmp_path: Path) -> None:
+    """Every partition's log is opened at start-up (Kafka's LogManager.loadLogs), so retention reaches a
+    partition that no client touches after the restart; checked on disk, since any request would open it."""
+    port, data_dir, topic = free_port(), tmp_path / "data", "idle"
+    with running_broker(data_dir, port, tmp_path / "broker.log"):
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "1024"})])[topic].result(20)
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "linger.ms": 0})
+        for i in range(12):
+            producer.produce(topic, value=b"x" * 400, key=str(i).encode())
+            producer.flush(10)  # one batch each: a segment holds two
+        assert producer.flush(10) == 0
+    directory = data_dir / f"{topic}-0"
+    before = sorted(p.name for p in directory.glob("*.log"))
+    assert len(before) >= 5 and before[0] == "00000000000000000000.log"
+    time.sleep(1.2)  # older than the retention below
+    settings = ("log.retention.ms=1000", "log.retention.check.interval.ms=200")
+    with running_broker(data_dir, port, tmp_path / "broker.log", *settings):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and (directory / before[0]).exists():
+            time.sleep(0.1)
+        after = sorted(p.name for p in directory.glob("*.log"))
+    assert before[0] not in after, f"retention never ran on the idle partition: segments {after}"
+    assert after == before[-1:], "every segment but the active one is past retention.ms"

@@ -234,3 +234,14 @@ def test_time_value_is_unchanged_by_the_new_shapes() -> None:
     """docs "Data format definition": values stay strings (a spot check that formatting is untouched)."""
     column = col("t", "time", "time(2)", fsp=2)
     assert value_text(column, datetime.timedelta(hours=-1, minutes=59)) == "-00:01:00.00"
+
+
+def test_each_go_escape_is_applied_on_its_own_and_other_backslash_pairs_are_kept() -> None:
+    """dumps looks for the bytes it rewrites before running its regex: each one alone must still be
+    rewritten, and a message whose only backslashes are pairs Go writes the same (`\\"`, `\\\\`, `\\n`,
+    as in JSON column text) must come out as orjson wrote it."""
+    for text, escaped in [("<", b"\\u003c"), (">", b"\\u003e"), ("&", b"\\u0026"), ("\u2028", b"\\u2028"),
+                          ("\u2029", b"\\u2029"), ("\x08", b"\\u0008"), ("\x0c", b"\\u000c")]:
+        assert dumps({"s": f'{{"k": "{text}"}}'}) == b'{"s":"{\\"k\\": \\"' + escaped + b'\\"}"}', text
+    kept = {"s": '{"a\\\\b": "x\\\\f\\n"}'}
+    assert dumps(kept) == orjson.dumps(kept)

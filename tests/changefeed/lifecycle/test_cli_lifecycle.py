@@ -29,6 +29,9 @@ def test_lifecycle_through_the_cli(
                        "--sink-uri", f"kafka://{broker.bootstrap}/{topic}?partition-num=2",
                        "--config", str(config))
     assert created["state"] == "normal" and "***" in created["source"]
+    # The source password never leaves the server: not in listings, not in details (and not in its log, below).
+    shown = cli(server, "query", "-c", "orders").stdout + cli(server, "list").stdout
+    assert f":{mysql.password}@" not in shown and "***" in shown
 
     reader = TopicReader(broker.bootstrap, topic)
     try:
@@ -39,10 +42,11 @@ def test_lifecycle_through_the_cli(
         table = cli(server, "statistics", "-c", "orders", output="table")
         assert f"{database}.t" in table.stdout and "rows_per_second" in table.stdout
 
+        # pause answers once the runner stopped and its last checkpoint is saved: no wait needed after it
         paused = cli_json(server, "pause", "-c", "orders")
-        assert paused["state"] == "stopped"
-        time.sleep(2)  # the owner stops the runner within a tick and saves its last checkpoint
+        assert (paused["state"], paused["owner"]) == ("stopped", None)
         before = cli_json(server, "query", "-c", "orders", "--simple")
+        assert before["checkpoint"] == paused["checkpoint"]
         seen = len(reader.inserts)
         insert_rows(mysql, database, range(200, 400))
         time.sleep(4)
@@ -88,3 +92,4 @@ def test_lifecycle_through_the_cli(
     finally:
         reader.close()
     assert "Traceback" not in server.log(), server.log()[-3000:]
+    assert f":{mysql.password}@" not in server.log()

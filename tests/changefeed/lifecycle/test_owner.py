@@ -8,7 +8,7 @@ import pytest
 
 from changefeed.errors import SourceConnectionError
 from changefeed.lifecycle.owner import Owner, OwnerSettings
-from changefeed.lifecycle.runner import RunSpec
+from changefeed.lifecycle.runner import RunGauges, RunSpec
 from changefeed.lifecycle.state import State
 from changefeed.lifecycle.store import MetadataStore
 from changefeed.model import Checkpoint, Position
@@ -40,6 +40,9 @@ class StubRunner:
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {"db.t": {"rows": 3, "bytes": 300}}
+
+    def gauges(self) -> RunGauges:
+        return RunGauges(self.ready_since is not None, 0, 64 << 20)
 
 
 @pytest.fixture

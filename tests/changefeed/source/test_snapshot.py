@@ -6,8 +6,10 @@ import threading
 import time
 from typing import Any
 
-from changefeed.filter import ChangeFilter, TableFilter
-from changefeed.model import RowChange, RowKind, TransactionCommit
+import pytest
+
+from changefeed.filter import ChangeFilter, EventFilterRule, TableFilter
+from changefeed.model import DDLEvent, DDLKind, RowChange, RowKind, TransactionCommit
 from changefeed.source.capture import CaptureSource
 from changefeed.source.server import ConnectionSettings
 from changefeed.source.snapshot import SnapshotProgress
@@ -143,26 +145,32 @@ def test_snapshot_modes(mysql: MySQLServer, database: str, settings: ConnectionS
     assert [e for e in run("never") if isinstance(e, RowChange)] == []
 
 
-def test_a_table_rebuilt_under_the_snapshot_makes_it_start_over(
-    mysql: MySQLServer, database: str, settings: ConnectionSettings
+@pytest.mark.parametrize("algorithm", ["COPY", "INSTANT"])
+def test_a_table_altered_under_the_snapshot_makes_it_start_over(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, algorithm: str
 ) -> None:
-    """InnoDB cannot read a table rebuilt after the read view opened (error 1412): the snapshot is taken
-    again, and every row arrives with the new definition; nothing is lost."""
+    """InnoDB cannot read a table rebuilt after the read view opened (error 1412), and an instant ALTER changes
+    the columns SHOW CREATE TABLE shows from those read at the snapshot's position: either way the snapshot is
+    taken again, and every row arrives with the new definition; nothing is lost."""
     mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
                   "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10), (11)", database=database)
     change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
     source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
     try:
         events = source.events()
-        first = next(events)  # a's first row: the snapshot's tables are listed, b is not read yet
+        creates_a = next(events)  # the tables are listed, their CREATE TABLE read, b's rows not read yet
+        assert isinstance(creates_a, DDLEvent) and creates_a.tables[0].table == "a"
+        first = next(events)  # a's first row
         assert isinstance(first, RowChange) and first.table.table == "a"
-        mysql.execute("ALTER TABLE b ADD COLUMN w int NOT NULL DEFAULT 7, ALGORITHM=COPY", database=database)
+        mysql.execute(f"ALTER TABLE b ADD COLUMN w int NOT NULL DEFAULT 7, ALGORITHM={algorithm}", database=database)
         rest = list(events)
     finally:
         source.close()
     rows = [(e.table.table, dict(e.after or {})) for e in [first, *rest] if isinstance(e, RowChange)]
     assert rows == [("a", {"id": 1}), ("a", {"id": 2}),  # the first attempt, until b could not be read
                     ("a", {"id": 1}), ("a", {"id": 2}), ("b", {"id": 10, "w": 7}), ("b", {"id": 11, "w": 7})]
+    # The second attempt's CREATE TABLE of b is the rebuilt definition.
+    assert "`w` int(11) NOT NULL DEFAULT 7" in [e for e in rest if isinstance(e, DDLEvent)][-1].sql
     assert isinstance(rest[-1], TransactionCommit) and rest[-1].checkpoint.position.file
 
 
@@ -184,3 +192,86 @@ def test_a_float_read_by_the_snapshot_equals_the_same_float_in_a_row_event(
         source.close()
     assert snapshot_row.after is not None and streamed.after is not None
     assert snapshot_row.after["f"] == streamed.after["f"] != 1.23457
+
+
+def test_a_ddl_racing_the_snapshot_start_waits_until_its_schemas_are_read(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, monkeypatch: Any
+) -> None:
+    """Found by the equality harness (concurrent snapshot): information_schema is not versioned like rows, so a
+    DDL committed after the snapshot's binlog position but before a table's schema was read gave the snapshot
+    position the schema after that DDL, and the binlog rows between the position and the DDL were read with it.
+    Now the schemas are read under the global read lock that fixes the position: the racing writes wait; a
+    DDL that lands before a table's rows are read makes the snapshot start over. Either way every row carries
+    the columns of its own schema, and row 3 arrives once, with the value it had when it was written."""
+    from changefeed.source.schema_tracker import SchemaTracker
+
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY, v int)", "INSERT INTO a VALUES (1, 10)", database=database)
+    racer = threading.Thread(target=mysql.execute, daemon=True, kwargs={"database": database},
+                             args=("INSERT INTO a VALUES (3, 30)", "ALTER TABLE a DROP COLUMN v"))
+    read_schema = SchemaTracker.snapshot_schema
+
+    def writes_first(self: SchemaTracker, *args: Any) -> Any:
+        if racer.ident is None:
+            racer.start()
+            racer.join(timeout=2)  # they commit at once when nothing holds them back
+        return read_schema(self, *args)
+
+    monkeypatch.setattr(SchemaTracker, "snapshot_schema", writes_first)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    source = CaptureSource(settings, options(snapshot_mode="initial", change_filter=change_filter))
+    rows: list[RowChange] = []
+    marked = False
+    try:
+        for event in source.events():
+            if isinstance(event, RowChange):
+                rows.append(event)
+                if event.after == {"id": 2}:
+                    break
+            elif isinstance(event, TransactionCommit) and not marked:  # the snapshot's commit: a marker row
+                racer.join(timeout=30)
+                mysql.execute("INSERT INTO a VALUES (2)", database=database)
+                marked = True
+    finally:
+        source.close()
+    for row in rows:
+        assert tuple(row.after or {}) == row.table.column_names, row
+    threes = [(row.snapshot, row.after) for row in rows if row.after and row.after["id"] == 3]
+    assert threes in ([(False, {"id": 3, "v": 30})], [(True, {"id": 3})]), rows
+
+
+def test_each_table_s_rows_follow_its_create_table_and_an_empty_table_sends_one_too(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings
+) -> None:
+    """Like Debezium's snapshot schema changes: a consumer learns every captured table, also one without rows
+    (the Spark pipeline creates its Delta table from it: MySQL has the empty table)."""
+    mysql.execute("CREATE TABLE full_t (id int PRIMARY KEY, s varchar(5) DEFAULT 'x')",
+                  "INSERT INTO full_t (id) VALUES (1)",
+                  "CREATE TABLE empty_t (k bigint NOT NULL, UNIQUE KEY (k))", database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+    try:
+        events = list(source.events())
+    finally:
+        source.close()
+    seen = [(type(e).__name__, e.tables[0].table if isinstance(e, DDLEvent) else e.table.table)
+            for e in events if isinstance(e, DDLEvent | RowChange)]
+    assert seen == [("DDLEvent", "empty_t"), ("DDLEvent", "full_t"), ("RowChange", "full_t")]
+    creates = [e for e in events if isinstance(e, DDLEvent)]
+    assert {e.kind for e in creates} == {DDLKind.CREATE_TABLE}
+    assert all(e.database == database and e.commit_ts == events[-1].checkpoint.commit_ts for e in creates)  # type: ignore[union-attr]
+    assert creates[0].sql.startswith("CREATE TABLE `empty_t`") and "UNIQUE KEY `k` (`k`)" in creates[0].sql
+    assert creates[1].schemas[0].column_names == ("id", "s")
+
+
+def test_a_ddl_event_filter_drops_the_snapshot_s_create_table_but_not_the_rows(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings
+) -> None:
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1)", database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]), (EventFilterRule(
+        matcher=(f"{database}.*",), ignore_event=("create table",)),))
+    source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+    try:
+        events = list(source.events())
+    finally:
+        source.close()
+    assert [type(e).__name__ for e in events] == ["RowChange", "TransactionCommit"]

@@ -1,7 +1,7 @@
-"""Table-level DDL through ApplyBatch on real Delta: CREATE TABLE makes the table (also over a dropped
-one with other columns; IF NOT EXISTS on a live one does nothing), RENAME TABLE (plain, onto a dropped
-name, a swap) moves rows, the tables config filters and renames, DROP TABLE per policy; applying the batch again from
-a new checkpoint (a replay) changes nothing."""
+"""Table-level DDL through ApplyBatch on real Delta: CREATE TABLE makes the table (also over a dropped one with other
+columns; IF NOT EXISTS on a live one does nothing, a plain one drops the rows before it), RENAME TABLE (plain, onto
+a dropped name, a swap) moves rows, the tables config filters and renames, DROP TABLE per policy; applying the
+batch again from a new checkpoint (a replay) changes nothing."""
 
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,12 @@ BATCH = [
     _ddl("g", "CREATE", "CREATE TABLE g (id INT PRIMARY KEY, qty INT)", 21),
     dml("g", "INSERT", {"id": "5", "qty": "1"}, types={"id": "int", "qty": "int"}, commit_ts=22 << 18, es=22),
     _ins("h", 1, "h1", 23), _ddl("h", "CREATE", "CREATE TABLE IF NOT EXISTS h (id INT PRIMARY KEY, x INT)", 24),
+    # A snapshot taken again (a table changed under the first one): its CREATE TABLE, then the rows as they are
+    # then; k1 was deleted in between.
+    _ins("k", 1, "k1", 25), _ins("k", 2, "k2", 25),
+    _ddl("k", "CREATE", "CREATE TABLE `k` (\n  `id` int(11) NOT NULL,\n  `name` varchar(9) DEFAULT NULL,\n"
+                        "  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", 26),
+    _ins("k", 2, "k2", 26),
 ]
 
 
@@ -52,7 +58,7 @@ def _config(tmp_path: Path, checkpoint: str, on_drop: str = "tombstone", optimiz
 
 def _snapshot(spark: Any, config: PipelineConfig) -> dict[str, list[tuple[Any, ...]]]:
     found = {}
-    for table in ("a", "b", "c", "d", "e", "f", "g", "h", "tmp", "tmp_x", "tmp_e"):
+    for table in ("a", "b", "c", "d", "e", "f", "g", "h", "k", "tmp", "tmp_x", "tmp_e"):
         path = config.table_path("shop", table)
         if exists(spark, path):
             rows = live_rows(spark, path)
@@ -74,6 +80,7 @@ def test_rename_drop_and_table_rules_then_replay(spark: Any, tmp_path: Path) -> 
         "f": [("id:int", "amount:decimal(8,2)")],  # created before any row
         "g": [("id:int", "qty:int"), (5, 1)],  # dropped, created again with other columns
         "h": [columns, (1, "h1")],  # CREATE TABLE IF NOT EXISTS on a live table changes nothing
+        "k": [columns, (2, "k2")],  # a plain CREATE TABLE: MySQL had no table k (and no k1) before it
         "tmp": [columns],  # the swap's stepping stone: held b's rows between two of its pairs, none now
     }
     assert _snapshot(spark, config) == expected

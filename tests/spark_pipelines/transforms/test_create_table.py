@@ -3,7 +3,7 @@
 import pytest
 from pyspark.sql import types as T
 
-from spark_pipelines.transforms.create_table import created_shape
+from spark_pipelines.transforms.create_table import created_shape, if_not_exists
 
 
 def test_columns_types_and_key() -> None:
@@ -49,8 +49,19 @@ def test_composite_and_inline_keys() -> None:
     assert [c.mysql_type for _, c in inline.columns] == ["int unsigned", "decimal(10,0)"]
 
 
+def test_without_a_primary_key_the_first_unique_key_of_not_null_columns_is_the_key() -> None:
+    """The handle key the changefeed keys such a table's rows by (TiCDC's rule); MariaDB's SHOW CREATE TABLE."""
+    shown = created_shape("CREATE TABLE `uniq` (\n  `id` int(11) NOT NULL,\n  `tag` varchar(10) NOT NULL,\n"
+                          "  `note` varchar(30) DEFAULT NULL,\n  UNIQUE KEY `u_note` (`note`),\n"
+                          "  UNIQUE KEY `uk_uniq` (`id`,`tag`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4", "db")
+    assert shown is not None and shown.primary_key == ("id", "tag")  # u_note has a nullable column
+    inline = created_shape("create table t (a int, b int not null unique, constraint c unique index (a))", "db")
+    assert inline is not None and inline.primary_key == ("b",)
+
+
 @pytest.mark.parametrize("sql", [
     "CREATE TABLE t LIKE s",
+    "CREATE TABLE t (a INT, b INT, UNIQUE KEY (a, b))",  # nullable unique key columns: no handle key
     "CREATE TABLE t (a INT PRIMARY KEY) SELECT 1 AS a",
     "CREATE TABLE t (a INT, b INT)",  # no primary key: the pipeline cannot merge it anyway
     "CREATE TABLE t (a INT PRIMARY KEY, b INT AS (a + 1))",  # generated column
@@ -59,3 +70,10 @@ def test_composite_and_inline_keys() -> None:
 ])
 def test_unsure_statements_give_none(sql: str) -> None:
     assert created_shape(sql, "db") is None
+
+
+def test_if_not_exists_is_read_as_mysql_reads_the_statement() -> None:
+    assert if_not_exists("create table if  not exists t (a int primary key)")
+    assert if_not_exists("CREATE TABLE /*!32312 IF NOT EXISTS*/ `t` (a int primary key)")
+    assert not if_not_exists("CREATE TABLE `t` (`a` int primary key, c varchar(20) DEFAULT 'if not exists')")
+    assert not if_not_exists("CREATE TABLE /* IF NOT EXISTS */ t (a int primary key)")

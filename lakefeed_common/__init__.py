@@ -1,0 +1,1 @@
+"""Code shared by the three processes (broker, changefeed, spark-pipeline): logging setup."""
