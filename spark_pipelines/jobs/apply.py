@@ -1,6 +1,6 @@
 """One micro-batch of canal-JSON records -> Delta: reject bad messages, then apply the batch in
 segments cut at the schema changes it holds, so that every row is applied with the columns in force
-at its commit.
+at its commit. A table's changes are cut only at its own schema changes (jobs/segments.py).
 
 Row changes of a segment are merged newest-per-key with the sequence guard (io/delta.merge_latest).
 Between segments come the DDL the tables must follow: TRUNCATE and DROP TABLE at sequence S turn every
@@ -39,6 +39,7 @@ from spark_pipelines.io.history import close_all, ensure_history_column, merge_h
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
 from spark_pipelines.jobs.failures import is_java_failure, job_group_of, short_failure
+from spark_pipelines.jobs.segments import Segments
 from spark_pipelines.transforms.create_table import created_shape, if_not_exists
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ, parse_messages
@@ -178,20 +179,22 @@ class ApplyBatch:
         ddl = schema_changes(list(summary.ddl))
         dml = messages.where(~F.col("is_ddl"))
         tables: set[str] = set()
-        low: Any = None
+        # Each table's changes are cut only at its own schema changes: a DDL of one table leaves the
+        # others' changes to merge later, together (segments.py). Without DDL: one segment, its layouts known.
+        cuts = Segments()
         for index, boundary in enumerate([*ddl, None]):
-            segment = dml if low is None else dml.where(F.col(SEQ) > seq_literal(low))
-            if boundary is not None:
-                segment = segment.where(F.col(SEQ) < seq_literal(boundary[SEQ]))
-            # Without schema changes the whole batch is one segment and its layouts are known already;
-            # a segment cut by DDL has its own (rare: one more action per segment).
+            if boundary is None:
+                segment = dml.where(cuts.rest())
+            else:
+                touched = self._touched(boundary)
+                segment = dml.where(cuts.before(touched, boundary[SEQ]))
             layouts = summary.layouts if not ddl else tuple(shape_rows(segment).collect())
             # One Delta transaction id per segment: a re-run batch skips the merges it already made.
             tables |= self._merge(spark, segment, layouts, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
             if boundary is not None:
                 self._forget()  # schema changes rewrite layouts and floors: read them again after
                 tables |= self._apply_ddl(spark, boundary)
-                low = boundary[SEQ]
+                cuts.cut(touched, boundary[SEQ])
         log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
         self._register(spark, tables)
         if self.config.maintenance.due(batch_id):
@@ -250,6 +253,16 @@ class ApplyBatch:
         if path not in self.floors:
             self.floors[path] = table_floor(spark, path) if exists(spark, path) else None
         return self.floors[path]
+
+    @staticmethod
+    def _touched(ddl: Any) -> set[tuple[str, str]]:
+        """The source tables whose changes must be merged before `ddl` applies: its own, and for a
+        RENAME (or an ALTER that renames) every table the statement names."""
+        touched = {(str(ddl["database"]), str(ddl["table"]))}
+        if ddl["type"] in (RENAME, ALTER):
+            touched |= {(name.schema, name.table)
+                        for name in read_ddl(ddl["database"], ddl["table"], ddl["sql"]).tables}
+        return touched
 
     def _apply_ddl(self, spark: Any, ddl: Any) -> set[str]:
         """Apply one schema change; returns the tables ("database.table") whose Delta table it wrote."""
