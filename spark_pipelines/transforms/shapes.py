@@ -27,7 +27,7 @@ def shape_rows(messages: DataFrame) -> DataFrame:
     (least and greatest value of the first key column as a number, over the new and, for an UPDATE
     that changes the key, the old row; NULL when some value is not an integer)."""
     dml = messages.where(F.col("valid") & ~F.col("is_ddl"))
-    first_key = F.col("pk_names")[0]
+    first_key = F.get(F.col("pk_names"), 0)  # NULL for a table without pkNames (keyed by the message key)
     new_key = F.col("row")[first_key]
     old_key = F.coalesce(F.col("old")[first_key], new_key)
     new_number, old_number = (_as_key_number(value) for value in (new_key, old_key))
