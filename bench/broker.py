@@ -1,6 +1,7 @@
 """Broker throughput and produce latency: our broker vs Apache Kafka, side by side in one run.
 
-    .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500] [--tls]
+    .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500]
+        [--consume-seconds 5] [--tls]
     .venv/bin/python bench/broker.py --case many [--partitions 1000] [--producers 20] [--consumers 20]
         [--records-per-producer 5000] [--many-rate 1000]
 
@@ -10,7 +11,8 @@ For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-part
 (both run on this machine, one after the other, never at the same time, after a warm-up round each):
 - produce: confluent-kafka Producer (linger.ms=5, no compression) sends N records as fast as it can,
   until every delivery is acknowledged: MB/s and records/s;
-- consume: a Consumer reads those N records back from the beginning: MB/s and records/s;
+- consume: a Consumer reads those N records back from the beginning, pass after pass for `--consume-seconds`:
+  MB/s and records/s, and the cores the consumer process and the broker used meanwhile;
 - latency: a Producer with linger.ms=0 sends `--rate` records/s for `--latency-seconds`; each record's
   produce() -> acknowledgement time is librdkafka's own `Message.latency()`: p50 and p99.
 `--case many` (bench/_many_partitions.py): one topic of `--partitions` partitions; `--producers` producer
@@ -40,7 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _many_partitions import ManyResult, ManyShape, many_table, measure_many
+from _many_partitions import ManyResult, ManyShape, many_table, measure_many, process_cpu_seconds
 from _produce_timing import timed_produce
 
 from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
@@ -59,9 +61,19 @@ class Result:
     consume_rate: float
     p50_ms: float
     p99_ms: float
+    # Cores used while consuming: which side bounds the rate. A broker far below one core while the client's
+    # poll loop holds one is waiting for the client, and a faster broker would not read faster.
+    consume_client_cores: float
+    consume_broker_cores: float
 
 
 Client = dict[str, str]  # bootstrap.servers and the connection's security settings
+
+
+@dataclass(frozen=True)
+class Side:
+    client: Client
+    pid: int  # the broker's process (ours, or Kafka's JVM), for its CPU time
 
 
 def _topic(client: Client) -> str:
@@ -78,21 +90,36 @@ def _produce(client: Client, topic: str, payload: bytes, count: int, acks: str) 
     return timed_produce(producer, client["bootstrap.servers"], topic, payload, count)
 
 
-def _consume(client: Client, topic: str, count: int) -> float:
+def _consume(client: Client, topic: str, count: int, broker_pid: int, seconds: float) -> tuple[float, float, float]:
+    """Records per second reading the topic's `count` records from offset 0, again and again (a new
+    assignment at offset 0 each pass) until `seconds` have passed, and the cores the client (every thread:
+    librdkafka's too) and the broker used meanwhile. One pass of 40 MB takes a fraction of a second, less
+    than the consumer's own start-up and fetch-wait jitter, so a single pass measured noise."""
     consumer = Consumer({**client, "group.id": f"bench-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": False, "fetch.max.bytes": 52_428_800,
-                         "max.partition.fetch.bytes": 10_485_760})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seen = 0
+                         "max.partition.fetch.bytes": 10_485_760,
+                         # At the end of a pass the prefetcher's Fetch waits at the log end for up to
+                         # fetch.wait.max.ms, and the next pass's Fetch queues behind it: 500 ms (the
+                         # default) per pass would be most of what is measured, on both brokers alike.
+                         "fetch.wait.max.ms": 5})
+    read = 0
+    client_cpu, broker_cpu = time.process_time(), process_cpu_seconds(broker_pid)
     started = time.perf_counter()
-    deadline = started + 120
-    while seen < count and time.perf_counter() < deadline:
-        seen += sum(1 for m in consumer.consume(10_000, 0.5) if m.error() is None)
+    while read == 0 or time.perf_counter() - started < seconds:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        seen = 0
+        deadline = time.perf_counter() + 120
+        while seen < count and time.perf_counter() < deadline:
+            seen += sum(1 for m in consumer.consume(min(10_000, count - seen), 0.5) if m.error() is None)
+        if seen < count:
+            raise click.ClickException(f"consume from {client['bootstrap.servers']}: {seen} of {count} records "
+                                       "in 120 s")
+        read += seen
     elapsed = time.perf_counter() - started
+    client_cores = (time.process_time() - client_cpu) / elapsed
+    broker_cores = (process_cpu_seconds(broker_pid) - broker_cpu) / elapsed
     consumer.close()
-    if seen < count:
-        raise click.ClickException(f"consume from {client['bootstrap.servers']}: {seen} of {count} records in 120 s")
-    return elapsed
+    return read / elapsed, client_cores, broker_cores
 
 
 def _latency(client: Client, topic: str, payload: bytes, acks: str, seconds: float, rate: int) -> list[float]:
@@ -117,16 +144,19 @@ def _latency(client: Client, topic: str, payload: bytes, acks: str, seconds: flo
     return latencies
 
 
-def _measure(client: Client, size: int, count: int, acks: str, seconds: float, rate: int) -> Result:
+def _measure(side: Side, size: int, count: int, acks: str, seconds: float, rate: int,
+             consume_seconds: float) -> Result:
+    client = side.client
     payload = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
     topic = _topic(client)
     produce_s = _produce(client, topic, payload, count, acks)
-    consume_s = _consume(client, topic, count)
+    consume_rate, client_cores, broker_cores = _consume(client, topic, count, side.pid, consume_seconds)
     latencies = sorted(_latency(client, _topic(client), payload, acks, seconds, rate))
     megabytes = size * count / 1e6
     return Result(
-        megabytes / produce_s, count / produce_s, megabytes / consume_s, count / consume_s,
+        megabytes / produce_s, count / produce_s, consume_rate * size / 1e6, consume_rate,
         statistics.median(latencies), latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        client_cores, broker_cores,
     )
 
 
@@ -138,6 +168,8 @@ def _table(rows: list[tuple[str, Result, Result]]) -> str:
         ("consume records/s", lambda r: r.consume_rate, "{:,.0f}"),
         ("produce latency p50 ms", lambda r: r.p50_ms, "{:.2f}"),
         ("produce latency p99 ms", lambda r: r.p99_ms, "{:.2f}"),
+        ("consumer's CPU while consuming, cores", lambda r: r.consume_client_cores, "{:.2f}"),
+        ("broker's CPU while consuming, cores", lambda r: r.consume_broker_cores, "{:.2f}"),
     ]
     lines = ["| case | metric | ours | Kafka | ours/Kafka |", "|---|---|---:|---:|---:|"]
     for case, ours, kafka in rows:
@@ -147,32 +179,34 @@ def _table(rows: list[tuple[str, Result, Result]]) -> str:
     return "\n".join(lines)
 
 
-def _single(small: int, large: int, latency_seconds: float, rate: int, tls: bool) -> str:
+def _single(small: int, large: int, latency_seconds: float, rate: int, tls: bool, consume_seconds: float) -> str:
     cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
     rows: list[tuple[str, Result, Result]] = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, _brokers(Path(root), tls) as (ours, kafka):
         click.echo("warming up both brokers (the JVM's JIT, our imports) ...", err=True)
         for client in (ours, kafka):
-            _measure(client, 1024, min(large, 10_000), "all", 1.0, rate)
+            _measure(client, 1024, min(large, 10_000), "all", 1.0, rate, 1.0)
         for size, count, acks in cases:
             case = f"{size} B, acks={acks}, {count:,} records{', TLS' if tls else ''}"
             click.echo(f"running {case} ...", err=True)
-            mine = _measure(ours, size, count, acks, latency_seconds, rate)
-            theirs = _measure(kafka, size, count, acks, latency_seconds, rate)
+            mine = _measure(ours, size, count, acks, latency_seconds, rate, consume_seconds)
+            theirs = _measure(kafka, size, count, acks, latency_seconds, rate, consume_seconds)
             rows.append((case, mine, theirs))
     return _table(rows)
 
 
 @contextlib.contextmanager
-def _brokers(root: Path, tls: bool) -> Iterator[tuple[Client, Client]]:
+def _brokers(root: Path, tls: bool) -> Iterator[tuple[Side, Side]]:
     """Our broker and Kafka, both up; with `tls`, each serves an SSL listener (the same PEM key store, made here)
     and the clients connect through it, checking the certificate against the CA."""
     if not tls:
         ours = OwnBroker(root)
         ours.start()
         try:
+            assert ours.process is not None
             with kafka_reference() as kafka:
-                yield {"bootstrap.servers": ours.bootstrap}, {"bootstrap.servers": kafka.bootstrap_servers}
+                yield (Side({"bootstrap.servers": ours.bootstrap}, ours.process.pid),
+                       Side({"bootstrap.servers": kafka.bootstrap_servers}, _java_pid(kafka)))
         finally:
             ours.stop()
         return
@@ -188,9 +222,9 @@ def _brokers(root: Path, tls: bool) -> Iterator[tuple[Client, Client]]:
     try:
         wait_until(lambda: port_open(port), timeout=60, what="our broker's SSL listener",
                    alive=lambda: process.poll() is None)
-        with kafka_reference(stores, extra_listeners={"SSL": kafka_port}) as _:
-            yield ({**client, "bootstrap.servers": f"127.0.0.1:{port}"},
-                   {**client, "bootstrap.servers": f"127.0.0.1:{kafka_port}"})
+        with kafka_reference(stores, extra_listeners={"SSL": kafka_port}) as kafka:
+            yield (Side({**client, "bootstrap.servers": f"127.0.0.1:{port}"}, process.pid),
+                   Side({**client, "bootstrap.servers": f"127.0.0.1:{kafka_port}"}, _java_pid(kafka)))
     finally:
         stop_process(process)
 
@@ -238,6 +272,8 @@ def _many(shape: ManyShape) -> str:
 @click.option("--large", default=40_000, show_default=True, help="records per produce/consume run at 1 KiB")
 @click.option("--latency-seconds", default=3.0, show_default=True)
 @click.option("--rate", default=500, show_default=True, help="records/s during the latency runs (single)")
+@click.option("--consume-seconds", default=5.0, show_default=True,
+              help="single: read the records back, pass after pass, for at least this long")
 @click.option("--partitions", default=1000, show_default=True, help="partitions of the topic (many)")
 @click.option("--producers", default=20, show_default=True, help="producer processes (many)")
 @click.option("--consumers", default=20, show_default=True, help="consumer processes in one group (many)")
@@ -245,11 +281,12 @@ def _many(shape: ManyShape) -> str:
 @click.option("--many-rate", default=1000, show_default=True,
               help="records/s of all producers together during the latency run (many)")
 @click.option("--tls", is_flag=True, help="single: clients connect to both brokers over an SSL listener")
-def main(which: str, small: int, large: int, latency_seconds: float, rate: int, partitions: int, producers: int,
-         consumers: int, records_per_producer: int, many_rate: int, tls: bool) -> None:
+def main(which: str, small: int, large: int, latency_seconds: float, rate: int, consume_seconds: float,
+         partitions: int, producers: int, consumers: int, records_per_producer: int, many_rate: int,
+         tls: bool) -> None:
     """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
     if which == "single":
-        click.echo(_single(small, large, latency_seconds, rate, tls))
+        click.echo(_single(small, large, latency_seconds, rate, tls, consume_seconds))
     else:
         click.echo(_many(ManyShape(partitions, producers, consumers, records_per_producer, 1024, "all", many_rate,
                                    latency_seconds)))
