@@ -233,14 +233,19 @@ def _kill_busiest_leader(broker_dir: Path, bootstrap: str, topic_prefix: str) ->
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eq-harness", "enable.auto.commit": False})
+    deadline = time.monotonic() + 120
     try:
-        metadata = consumer.list_topics(timeout=30)
-        sizes = []
-        for name, topic in metadata.topics.items():
-            if name.startswith(topic_prefix):
-                for partition in topic.partitions.values():
-                    _, high = consumer.get_watermark_offsets(TopicPartition(name, partition.id), timeout=30)
-                    sizes.append((high, name, partition.id, partition.leader))
+        while True:  # the changefeed may still be in its snapshot: wait until its topics hold records
+            metadata = consumer.list_topics(timeout=30)
+            sizes = []
+            for name, topic in metadata.topics.items():
+                if name.startswith(topic_prefix):
+                    for partition in topic.partitions.values():
+                        _, high = consumer.get_watermark_offsets(TopicPartition(name, partition.id), timeout=30)
+                        sizes.append((high, name, partition.id, partition.leader))
+            if (sizes and max(sizes)[0] > 0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     finally:
         consumer.close()
     high, name, partition, leader = max(sizes)
