@@ -4,7 +4,8 @@ CI runs a small fixed slice: seed 1 (30 transactions, 4 DDL), every dispatcher, 
 every workload kind except those harness.KNOWN_UNFIXED names (with the reason). The long run
 (docs/development.md) takes its seeds, faults, sizes, nodes and kinds from the environment:
 
-    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_FAULTS=none,changefeed-server,broker-node,spark-job,mariadb \
+    LAKEFEED_EQ_SEEDS=1-20 LAKEFEED_EQ_DISPATCHERS=rotate \
+        LAKEFEED_EQ_FAULTS=changefeed-server,broker-node,spark-job,mariadb \
         .venv/bin/pytest tests/equality/test_differential.py -k seeds -s
 """
 
