@@ -37,6 +37,15 @@ def _dispatchers(chosen: str, seed: int, fault_index: int) -> tuple[str, ...]:
     return tuple(chosen.split(","))
 
 
+def _snapshot_in_turn(kinds: frozenset[str], seed: int, explicit: bool) -> frozenset[str]:
+    """Even seeds without `concurrent_snapshot` (unless LAKEFEED_EQ_KINDS names the kinds): with it, the
+    harness does not wait for the snapshot, which may then include DDL the binlog path never streams, so a
+    binlog-path bug can hide (seen once: a reverted ADD COLUMN ... FIRST fix went unnoticed on seed 3)."""
+    if explicit or seed % 2:
+        return kinds
+    return kinds - {"concurrent_snapshot"}
+
+
 def _seeds(text: str) -> list[int]:
     seeds: list[int] = []
     for part in text.split(","):
@@ -71,9 +80,10 @@ def test_seeds_from_the_environment(mysql: MySQLServer, spark: Any, tmp_path: Pa
     for seed in _seeds(os.environ["LAKEFEED_EQ_SEEDS"]):
         for index, fault in enumerate(faults):
             dispatchers = _dispatchers(chosen, seed, index)
+            seed_kinds = _snapshot_in_turn(kinds, seed, explicit="LAKEFEED_EQ_KINDS" in os.environ)
             workdir = tmp_path / f"seed-{seed}-{fault or 'none'}"
             try:
-                report = run_seed(mysql, spark, workdir, seed, kinds=kinds, dispatchers=dispatchers, nodes=nodes,
+                report = run_seed(mysql, spark, workdir, seed, kinds=seed_kinds, dispatchers=dispatchers, nodes=nodes,
                                   fault=fault, **_sizes())
             except Exception as exc:  # one failed run must not hide the others' results
                 report = SeedReport(seed, dispatchers, fault, error=f"{type(exc).__name__}: {exc} (logs: {workdir})")
@@ -94,6 +104,10 @@ def test_each_dispatcher_config_is_one_the_changefeed_accepts(dispatcher: str) -
 
 def test_seed_lists_and_known_unfixed_kinds_are_real_kinds() -> None:
     assert _seeds("1-3,7") == [1, 2, 3, 7]
+    every = parse_kinds()
+    assert "concurrent_snapshot" in _snapshot_in_turn(every, 1, explicit=False)
+    assert "concurrent_snapshot" not in _snapshot_in_turn(every, 2, explicit=False)
+    assert _snapshot_in_turn(every, 2, explicit=True) == every
     rotated = {(fault, _dispatchers("rotate", seed, fault)[0]) for seed in range(1, 6) for fault in range(4)}
     assert len(rotated) == 4 * len(DISPATCHERS)  # over 5 seeds, every fault under every dispatcher
     assert parse_kinds(exclude=KNOWN_UNFIXED)  # every excluded name is a workload kind
