@@ -102,7 +102,17 @@ def add_column(spark: Any, path: str, name: str, sql_type: str, *, first: bool =
                after: str | None = None) -> None:
     """ADD COLUMNS at a position (Delta supports FIRST / AFTER with column mapping); else last."""
     position = " FIRST" if first else f" AFTER {q(after)}" if after else ""
+    if sql_type.lower() == T.TimestampNTZType().simpleString():
+        allow_timestamp_ntz(spark, path)
     spark.sql(f"ALTER TABLE {table_ref(path)} ADD COLUMNS ({q(name)} {sql_type}{position})")
+
+
+def allow_timestamp_ntz(spark: Any, path: str) -> None:
+    """Turn on Delta's timestampNtz table feature before a DATETIME column is added or a DATE column widened
+    to one. Delta enables it by itself only at CREATE TABLE; an existing table refuses the change with
+    DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT (found by the equality long run, seed 12). Setting it again is
+    a no-op."""
+    spark.sql(f"ALTER TABLE {table_ref(path)} SET TBLPROPERTIES ('delta.feature.timestampNtz' = 'supported')")
 
 
 def follow_type(spark: Any, path: str, name: str, existing: Any, ctype: ColumnType) -> Any:
@@ -110,6 +120,8 @@ def follow_type(spark: Any, path: str, name: str, existing: Any, ctype: ColumnTy
     returns the column's type afterwards."""
     decision, target = plan_change(existing, ctype.spark_type)
     if decision is Change.WIDEN:
+        if isinstance(target, T.TimestampNTZType):
+            allow_timestamp_ntz(spark, path)
         try:
             spark.sql(f"ALTER TABLE {table_ref(path)} ALTER COLUMN {q(name)} TYPE {target.simpleString()}")
         except Exception as exc:

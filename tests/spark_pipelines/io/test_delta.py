@@ -72,3 +72,20 @@ def test_tombstones_block_resurrection_until_purged(spark: Any, tmp_path: Path) 
     assert live_rows(spark, path).count() == 0
     purge_tombstones(spark, path, older_than_seconds=0)
     assert spark.read.format("delta").load(path).count() == 0
+
+
+def test_datetime_columns_join_a_table_created_without_one(spark: Any, tmp_path: Path) -> None:
+    """MySQL ADD COLUMN ... DATETIME and DATE -> DATETIME on a Delta table that had no TIMESTAMP_NTZ column:
+    Delta needs its timestampNtz feature turned on first (it refused both, DELTA_FEATURES_REQUIRE_MANUAL_
+    ENABLEMENT, before; the equality long run's seed 12)."""
+    base = TableShape("shop", "events", (("id", column_type("int")), ("day", column_type("date"))), ("id",))
+    for case in ("add", "widen"):
+        path = str(tmp_path / case)
+        ensure_table(spark, path, base)
+        if case == "add":
+            columns = (*base.columns, ("seen", column_type("datetime(3)")))
+        else:
+            columns = (base.columns[0], ("day", column_type("datetime")))
+        ensure_table(spark, path, TableShape("shop", "events", columns, ("id",)))
+        fields = {f.name: f.dataType.simpleString() for f in spark.read.format("delta").load(path).schema}
+        assert fields["seen" if case == "add" else "day"] == "timestamp_ntz", fields
