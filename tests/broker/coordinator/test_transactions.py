@@ -4,6 +4,8 @@ in memory (the real broker path is tests/broker/test_server_transactions.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -49,7 +51,10 @@ class Clock:
         return self.now
 
 
-def _run(coro):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
@@ -58,7 +63,7 @@ def _coordinator() -> tuple[TransactionCoordinator, Recorder, Clock]:
     return TransactionCoordinator(effects, max_timeout_ms=900_000, clock=clock), effects, clock
 
 
-def _code(coro) -> ErrorCode:  # type: ignore[no-untyped-def]
+def _code(coro: Coroutine[Any, Any, Any]) -> ErrorCode:
     with pytest.raises(KafkaApiError) as caught:
         _run(coro)
     return caught.value.code
