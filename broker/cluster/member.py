@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
 from broker.cluster.replicas import now_ms
+from broker.cluster.txn_markers import MarkerSender
 from broker.coordinator.internal_topics import GROUP, InternalTopic, for_key_type
 from broker.core.role import BrokerView, PartitionView, TopicPartition
 from broker.log_store import PartitionLog
@@ -54,6 +55,8 @@ class ClusterMember:
     def __init__(self, node: ClusterNode) -> None:
         self.node = node
         self.replicas = node.replicas
+        # Markers of transactions this broker coordinates, for partitions other brokers lead.
+        node.state.txn_effects.remote = MarkerSender(node).send
 
     @property
     def node_id(self) -> int:
