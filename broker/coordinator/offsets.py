@@ -65,9 +65,9 @@ class OffsetStore:
                 for change in changes:
                     self.load(group, change.topic, change.partition, change.value)
 
-    def has_pending(self, group: str) -> bool:
-        """Whether an open transaction holds offsets of `group` (OffsetFetch answers UNSTABLE_OFFSET_COMMIT)."""
-        return any(group in staged for staged in self._pending.values())
+    def pending_partitions(self, group: str) -> set[tuple[str, int]]:
+        """Partitions of `group` whose offsets an open transaction holds (OffsetFetch: UNSTABLE_OFFSET_COMMIT)."""
+        return {(c.topic, c.partition) for staged in self._pending.values() for c in staged.get(group, ())}
 
     def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._offsets.get(group, {}).get((topic, partition))
