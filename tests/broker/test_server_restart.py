@@ -152,14 +152,17 @@ def test_kill_9_keeps_open_transactions_and_times_them_out_after_restart(tmp_pat
         broker.start()
         assert _read_committed(broker, "txn") == []  # both transactions still open after the restart
         survivor.commit_transaction(60)  # the restarted coordinator knows it and its partition
-        deadline = time.monotonic() + 30
-        seen: list[bytes] = []
-        while time.monotonic() < deadline and seen != [b"kept"]:
-            seen = _read_committed(broker, "txn", 2.0)  # the abandoned one must be aborted to pass the LSO
-        assert seen == [b"kept"]
-        probe = _consumer(broker, "probe-txn")
-        low, high = probe.get_watermark_offsets(TopicPartition("txn", 0), timeout=10, cached=False)
+        assert _read_committed(broker, "txn") == [b"kept"]
+        # The abandoned transaction holds the last stable offset at its first record until its timeout aborts it.
+        probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe-txn",
+                          "isolation.level": "read_committed"})
+        stable: list[int] = []
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and stable[-1:] != [4]:
+            stable.append(probe.get_watermark_offsets(TopicPartition("txn", 0), timeout=10, cached=False)[1])
+            time.sleep(0.5)
         probe.close()
-        assert (low, high) == (0, 4)  # two data records and two markers
+        assert stable[0] == 1 and stable[-1] == 4, stable  # 2 records + 2 markers, all stable
+        assert _read_committed(broker, "txn") == [b"kept"]
     finally:
         broker.stop()
