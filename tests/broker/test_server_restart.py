@@ -143,7 +143,7 @@ def test_kill_9_keeps_open_transactions_and_times_them_out_after_restart(tmp_pat
         survivor.produce("txn", b"kept")
         survivor.flush(10)
         abandoned = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "abandoned",
-                              "transaction.timeout.ms": 8000, "message.timeout.ms": 8000})
+                              "transaction.timeout.ms": 20000, "message.timeout.ms": 20000})
         abandoned.init_transactions(30)
         abandoned.begin_transaction()
         abandoned.produce("txn", b"dropped")
@@ -157,7 +157,7 @@ def test_kill_9_keeps_open_transactions_and_times_them_out_after_restart(tmp_pat
         probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe-txn",
                           "isolation.level": "read_committed"})
         stable: list[int] = []
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and stable[-1:] != [4]:
             stable.append(probe.get_watermark_offsets(TopicPartition("txn", 0), timeout=10, cached=False)[1])
             time.sleep(0.5)
