@@ -126,6 +126,11 @@ class ProducerStateTable:
                                                 current_txn_first_offset=-1)
         return aborted
 
+    @property
+    def open_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction (a copy)."""
+        return dict(self._ongoing)
+
     def first_unstable_offset(self, high_watermark: int | None = None) -> int | None:
         """The first offset of the oldest open transaction; with `high_watermark`, also of completed ones whose
         marker is not below it yet (Kafka's `firstUnstableOffset`: their outcome could still be truncated)."""

@@ -19,11 +19,13 @@ from broker.protocol import records
 from broker.protocol.control import encode_marker
 from broker.protocol.errors import KafkaApiError
 from broker.storage import producer_state
+from broker.storage.cleaner import clean
 from broker.storage.config import StorageConfig
 from broker.storage.log import CLEAN_SHUTDOWN, DiskPartitionLog
 from broker.storage.retention import apply_retention
 from broker.storage.txn_index import AbortedTxn
 from tests.broker.storage.batches import record_batch
+from tests.broker.storage.test_properties import contents
 
 A, B, C = 7, 8, 9  # producer ids
 
@@ -308,4 +310,30 @@ def test_completed_transactions_stay_unstable_until_the_high_watermark_passes_th
     assert log.producers.first_unstable_offset(high_watermark=2) == 0  # the marker could still be truncated
     assert log.producers.first_unstable_offset(high_watermark=3) is None
     assert log.producers.first_unstable_offset(high_watermark=2) is None  # passed once, forgotten
+    log.close()
+
+
+def _keyed(pid: int, sequence: int, key: bytes, value: bytes) -> bytes:
+    return record_batch([(key, value)], producer_id=pid, producer_epoch=0, base_sequence=sequence,
+                        transactional=True)
+
+
+def test_compaction_keeps_markers_and_open_or_aborted_batches_and_never_lets_them_shadow(tmp_path: Path) -> None:
+    log = disk(tmp_path)
+    log.append(record_batch([(b"k", b"v1")]), leader_epoch=0)  # 0
+    log.append(_keyed(A, 0, b"k", b"aborted"), leader_epoch=0)  # 1
+    log.append(abort(A), leader_epoch=0)  # 2
+    log.append(_keyed(B, 0, b"k", b"open"), leader_epoch=0)  # 3: B's transaction is still open
+    log.append(record_batch([(b"j", b"old")]), leader_epoch=0)  # 4
+    log.append(_keyed(C, 0, b"j", b"new"), leader_epoch=0)  # 5
+    log.append(commit(C), leader_epoch=0)  # 6
+    log.roll()
+    log.append(record_batch([(b"z", b"tail")]), leader_epoch=0)  # 7, in the active segment
+    result = clean(log, delete_retention_ms=0)
+    assert result.records_removed == 1  # only j=old, shadowed by C's committed j=new
+    abort_key, commit_key, marker_value = struct.pack(">hh", 0, 0), struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 0)
+    assert contents(log) == [(0, b"k", b"v1"), (1, b"k", b"aborted"), (2, abort_key, marker_value), (3, b"k", b"open"),
+                             (5, b"j", b"new"), (6, commit_key, marker_value), (7, b"z", b"tail")]
+    assert log.aborted_transactions(0, 100) == [AbortedTxn(A, 1, 2, 3)]  # the index still fits the log
+    assert log.first_unstable_offset == 3
     log.close()
