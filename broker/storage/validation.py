@@ -30,6 +30,11 @@ def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: in
             )
         if header.compression:
             _check_compressed(bytes(data[header.position : header.position + header.length]), header)
+        if header.is_control:
+            if not header.is_transactional or header.producer_id < 0 or header.producer_epoch < 0:
+                raise KafkaApiError(ErrorCode.invalid_record,
+                                    "control batch must be transactional, with a producer id and epoch")
+            continue  # a transaction marker takes no sequence number (base sequence -1)
         if header.producer_id >= 0 and (header.producer_epoch < 0 or header.base_sequence < 0):
             raise KafkaApiError(
                 ErrorCode.invalid_record,
