@@ -34,6 +34,8 @@ from broker.coordinator.offsets_codec import (
     encode_value,
 )
 from broker.log_store import PartitionLog, materialize
+from broker.protocol.control import decode_marker
+from broker.protocol.errors import KafkaApiError
 from broker.protocol.records import CONTROL_FLAG, TRANSACTIONAL_FLAG
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -136,8 +138,11 @@ def apply_batch(data: bytes, offsets: OffsetStore, apply_group: ApplyGroup) -> i
         log.warning("skipping an unreadable %s batch: %s", OFFSETS_TOPIC, exc)
         return 0
     if batch.attributes & CONTROL_FLAG:
-        commit = any(r.key is not None and len(r.key) >= 4 and _MARKER_TYPE.unpack_from(r.key, 2)[0] == _COMMIT
-                     for r in batch.records)
+        try:
+            commit = decode_marker(data).commit
+        except KafkaApiError as exc:
+            log.warning("skipping an unreadable %s transaction marker: %s", OFFSETS_TOPIC, exc)
+            return 0
         offsets.complete_transaction(batch.producer_id, commit)
         return 0
     transactional = bool(batch.attributes & TRANSACTIONAL_FLAG)
