@@ -101,7 +101,8 @@ class PartitionLog(Protocol):
         """The first offset of the oldest open transaction; None when none is open."""
     def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Aborted transactions with lastOffset >= start_offset and firstOffset < upper_bound_offset."""
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult: ...
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
+        """`client`: from a producer's request (validated as such), else a coordinator's own batch."""
     def append_replicated(self, batch_bytes: bytes) -> AppendResult:
         """A follower's append: the leader's batches as they are (offsets, epochs, append times kept)."""
     def read(self, offset: int, max_bytes: int) -> ReadResult: ...
@@ -171,7 +172,7 @@ class MemoryPartitionLog:
         if aborted is not None:
             self._aborted.append(aborted)
 
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
         buffer = bytearray(batch_bytes)
         headers = list(records.iter_batches(buffer))
         for header in headers:  # a bad marker refuses the append before anything is kept

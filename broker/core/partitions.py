@@ -119,15 +119,16 @@ class PartitionManager:
             first, last = duplicates[0], duplicates[-1]
             assert first is not None and last is not None
             return LeaderAppend(first.base_offset, -1, plog.log_start_offset, last.last_offset + 1)
-        result = self.append_records(topic, partition, data)
+        result = self.append_records(topic, partition, data, client=True)
         return LeaderAppend(result.base_offset, result.log_append_time, result.log_start_offset,
                             result.last_offset + 1)
 
-    def append_records(self, topic: Topic, partition: int, data: bytes) -> AppendResult:
+    def append_records(self, topic: Topic, partition: int, data: bytes, client: bool = False) -> AppendResult:
         """Append as the leader, stamped with its epoch (also the coordinator's own records)."""
         plog = self.log(topic, partition)
         tp = (topic.name, partition)
-        result = plog.append(data, leader_epoch=self.role.leader_epoch(tp))  # the log updates producer state
+        # The log updates producer state; `client`: a producer's batch, else a coordinator's (no sequence).
+        result = plog.append(data, leader_epoch=self.role.leader_epoch(tp), client=client)
         self.role.on_leader_append(tp, plog.log_end_offset)
         self.notifier.notify()  # fetches (followers' too) long-poll for it
         return result

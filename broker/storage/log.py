@@ -137,8 +137,8 @@ class DiskPartitionLog:
 
     # -- append -----------------------------------------------------------------------------
     @_locked
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
-        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes, client)
         markers = _markers(batch_bytes, headers)  # before anything is written: a bad marker refuses the append
         buffer = bytearray(batch_bytes)
         base = next_offset = self.log_end_offset
@@ -167,7 +167,7 @@ class DiskPartitionLog:
     def append_replicated(self, batch_bytes: bytes) -> AppendResult:
         """A follower's append (Kafka's `UnifiedLog.appendAsFollower`): the leader's batches byte for byte,
         with the offsets, leader epochs and append times the leader gave them. They must continue this log."""
-        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes, client=False)
         markers = _markers(batch_bytes, headers)
         base = next_offset = self.log_end_offset
         for header in headers:

@@ -72,9 +72,9 @@ def _read(target: Target, topic: str, isolation: str, seconds: float = 4.0, grou
     return values
 
 
-def _send(producer: Producer, topic: str, values: list[bytes]) -> None:
+def _send(producer: Producer, topic: str, values: list[bytes], partitions: int = 2) -> None:
     for index, value in enumerate(values):
-        producer.produce(topic, value=value, partition=index % 2)
+        producer.produce(topic, value=value, partition=index % partitions)
     producer.flush(20)
 
 
@@ -156,7 +156,7 @@ def test_offsets_sent_with_the_transaction_commit_and_abort_with_it(target: Targ
     assert len(read) == 10
     for end, commit in ((4, False), (6, True)):
         producer.begin_transaction()
-        _send(producer, sink, [b"out-" + m.value() for m in read[:end]])
+        _send(producer, sink, [b"out-" + m.value() for m in read[:end]], partitions=1)
         producer.send_offsets_to_transaction([TopicPartition(source, 0, end)], consumer.consumer_group_metadata(), 30)
         if commit:
             producer.commit_transaction(30)
