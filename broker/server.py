@@ -26,7 +26,9 @@ from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
 from broker.coordinator.producers import ProducerIdAllocator
+from broker.coordinator.transactions import TransactionCoordinator
 from broker.core.single_node import SingleNode
+from broker.core.transaction_effects import BrokerTxnEffects
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
@@ -73,6 +75,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
         producer_ids=ProducerIdAllocator(data_dir / "producer-id-block"),
     )
     state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
+    state.transactions = TransactionCoordinator(BrokerTxnEffects(state), config.int("transaction.max.timeout.ms"))
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
     # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a

@@ -19,6 +19,7 @@ from broker.cluster.replicas import now_ms
 from broker.cluster.txn_markers import MarkerSender
 from broker.coordinator.internal_topics import GROUP, InternalTopic, for_key_type
 from broker.core.role import BrokerView, PartitionView, TopicPartition
+from broker.core.transaction_effects import BrokerTxnEffects
 from broker.log_store import PartitionLog
 from broker.protocol.errors import KafkaApiError, named_error
 from broker.replication.errors import ReplicationError
@@ -56,7 +57,9 @@ class ClusterMember:
         self.node = node
         self.replicas = node.replicas
         # Markers of transactions this broker coordinates, for partitions other brokers lead.
-        node.state.txn_effects.remote = MarkerSender(node).send
+        effects = node.state.transactions.effects
+        if isinstance(effects, BrokerTxnEffects):
+            effects.remote = MarkerSender(node).send
 
     @property
     def node_id(self) -> int:

@@ -32,7 +32,6 @@ from broker.coordinator.transactions_topic import replay as replay_transactions
 from broker.core.notifier import DataNotifier
 from broker.core.partitions import PartitionManager
 from broker.core.role import ClusterRole
-from broker.core.transaction_effects import BrokerTxnEffects
 from broker.log_store import LogConfig, LogStore, PartitionLog
 from broker.protocol.errors import KafkaApiError
 from broker.topics import Topic, TopicRegistry
@@ -48,13 +47,11 @@ class BrokerState:
     producer_ids: ProducerIdAllocator  # a single node's; a cluster member's come from the controller
     notifier: DataNotifier = field(default_factory=DataNotifier)
     partitions: PartitionManager = field(init=False)
+    # Set right after construction (its effects need the state): broker/server.py build_state.
     transactions: TransactionCoordinator = field(init=False)
-    txn_effects: BrokerTxnEffects = field(init=False)
 
     def __post_init__(self) -> None:
         self.partitions = PartitionManager(self.store, self.notifier, self.log_config)
-        self.txn_effects = BrokerTxnEffects(self)
-        self.transactions = TransactionCoordinator(self.txn_effects, self.config.int("transaction.max.timeout.ms"))
 
     @property
     def role(self) -> ClusterRole:

@@ -26,7 +26,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     now = int(time.time() * 1000)
     found = []
     for transactional_id, value in state.transactions.all():
-        if not state.txn_effects.coordinates(transactional_id):
+        if not state.transactions.effects.coordinates(transactional_id):
             continue
         if (wanted and value.status not in wanted) or (producers and value.producer_id not in producers):
             continue
