@@ -173,7 +173,8 @@ def dev_cluster(
 
 @main.command("dump-log-segments")
 @click.option("--files", "files", required=True, multiple=True,
-              help="A .log, .index, .timeindex or .snapshot file; repeatable (comma-separated also accepted).")
+              help="A .log, .index, .timeindex, .txnindex or .snapshot file; repeatable (comma-separated also"
+                   " accepted).")
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
 @click.option("--print-data-log", is_flag=True, help="Print record keys and payloads (implies --deep-iteration).")
 def dump_log_segments(files: tuple[str, ...], deep_iteration: bool, print_data_log: bool) -> None:

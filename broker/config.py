@@ -59,6 +59,10 @@ DEFAULTS: Mapping[str, str] = MappingProxyType(
         "replica.lag.time.max.ms": "30000",
         "unclean.leader.election.enable": "false",
         "offsets.topic.replication.factor": "3",
+        "transaction.state.log.num.partitions": "50",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.max.timeout.ms": "900000",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
         "metadata.log.max.record.bytes.between.snapshots": "20971520",
         # Security (broker/security/): PEM stores only; SCRAM by default, as PLAIN sends passwords.
         "ssl.keystore.type": "PEM",

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from broker.protocol import records
+from broker.protocol.control import decode_marker
+from broker.storage import txn_index
 from broker.storage.producer_state import ProducerStateTable
+from broker.storage.txn_index import AbortedTxn
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,13 @@ class PartitionLog(Protocol):
     def log_end_offset(self) -> int: ...
     @property
     def high_watermark(self) -> int: ...
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult: ...
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction; None when none is open."""
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions with lastOffset >= start_offset and firstOffset < upper_bound_offset."""
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
+        """`client`: from a producer's request (validated as such), else a coordinator's own batch."""
     def append_replicated(self, batch_bytes: bytes) -> AppendResult:
         """A follower's append: the leader's batches as they are (offsets, epochs, append times kept)."""
     def read(self, offset: int, max_bytes: int) -> ReadResult: ...
@@ -136,6 +145,7 @@ class MemoryPartitionLog:
     _start: int = 0
     _end: int = 0
     producers: ProducerStateTable = field(default_factory=ProducerStateTable)
+    _aborted: list[AbortedTxn] = field(default_factory=list)  # the disk log's .txnindex entries, in one list
 
     @property
     def log_start_offset(self) -> int:
@@ -149,9 +159,25 @@ class MemoryPartitionLog:
     def high_watermark(self) -> int:
         return self._end
 
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.producers.first_unstable_offset()
+
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return txn_index.collect(self._aborted, start_offset, upper_bound_offset)[0]
+
+    def _update_producers(self, header: records.BatchHeader, batch: bytes) -> None:
+        marker = decode_marker(batch) if header.is_control and header.producer_id >= 0 else None
+        aborted = self.producers.update(header, marker)
+        if aborted is not None:
+            self._aborted.append(aborted)
+
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
         buffer = bytearray(batch_bytes)
         headers = list(records.iter_batches(buffer))
+        for header in headers:  # a bad marker refuses the append before anything is kept
+            if header.is_control:
+                decode_marker(memoryview(buffer)[header.position : header.position + header.length])
         base = self._end
         append_time = int(time.time() * 1000) if self.config.timestamp_type_log_append else -1
         for header in headers:
@@ -163,7 +189,7 @@ class MemoryPartitionLog:
             chunk = bytes(buffer[header.position : header.position + header.length])
             self._batches.append(_Batch(self._end, last, stamp, chunk))
             self._bases.append(self._end)
-            self.producers.update(dataclasses.replace(header, base_offset=self._end))
+            self._update_producers(dataclasses.replace(header, base_offset=self._end), chunk)
             self._end = last + 1
         return AppendResult(base, self._end - 1, append_time, self._start)
 
@@ -176,7 +202,7 @@ class MemoryPartitionLog:
             chunk = bytes(batch_bytes[header.position : header.position + header.length])
             self._batches.append(_Batch(header.base_offset, last, header.max_timestamp, chunk))
             self._bases.append(header.base_offset)
-            self.producers.update(header)
+            self._update_producers(header, chunk)
             self._end = last + 1
         return AppendResult(base, self._end - 1, -1, self._start)
 
@@ -228,19 +254,23 @@ class MemoryPartitionLog:
             self._batches.pop()
             self._bases.pop()
         self._end = min(self._end, offset)
+        kept = [entry for entry in self._aborted if entry.last_offset < self._end]
         self._rebuild_producers()
+        self._aborted = kept  # the replay cannot rebuild aborts of transactions begun before the log start
 
     def _rebuild_producers(self) -> None:
         self.producers = ProducerStateTable()
+        self._aborted = []
         for batch in self._batches:
             for header in records.iter_batches(batch.data, verify_crc=False):
-                self.producers.update(header)
+                self._update_producers(header, batch.data)
 
     def restart_at(self, offset: int) -> None:
         self._batches.clear()
         self._bases.clear()
         self._start = self._end = offset
         self.producers = ProducerStateTable()
+        self._aborted = []
 
     def close(self) -> None:
         pass

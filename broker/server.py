@@ -26,7 +26,9 @@ from broker.config import BrokerConfig
 from broker.coordinator.groups import GroupCoordinator
 from broker.coordinator.offsets import OffsetStore
 from broker.coordinator.producers import ProducerIdAllocator
+from broker.coordinator.transactions import TransactionCoordinator
 from broker.core.single_node import SingleNode
+from broker.core.transaction_effects import BrokerTxnEffects
 from broker.handlers.api_versions import api_versions_response
 from broker.handlers.context import BrokerState, Request
 from broker.handlers.registry import HANDLERS
@@ -73,6 +75,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
         producer_ids=ProducerIdAllocator(data_dir / "producer-id-block"),
     )
     state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
+    state.transactions = TransactionCoordinator(BrokerTxnEffects(state), config.int("transaction.max.timeout.ms"))
     state.offsets.journal = state.write_offsets
     state.groups.journal = state.write_group
     # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a
@@ -81,6 +84,10 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
     partitions = state.load_logs()
     log.info("partition logs loaded", extra={"partitions": partitions,
                                               "seconds": round(time.monotonic() - started, 3)})
+    replayed = state.load_transactions()
+    if replayed:
+        log.info("transaction state loaded",
+                 extra={"records": replayed, "transactional_ids": len(state.transactions.all())})
     loaded = state.load_offsets()
     if loaded:
         log.info("committed offsets loaded", extra={"records": loaded, "groups": len(state.offsets.groups())})
@@ -116,6 +123,7 @@ class BrokerServer:
                                          "port": spec.port})
         self._tasks.add(asyncio.create_task(self._expire_sessions()))
         self._tasks.add(asyncio.create_task(self._maintain_logs()))
+        self._tasks.add(asyncio.create_task(self._finish_transactions()))
 
     async def close(self) -> None:
         for server in self._servers:
@@ -136,6 +144,22 @@ class BrokerServer:
                 await asyncio.to_thread(self.state.store.maintain)
             except Exception:
                 log.exception("log maintenance failed; retrying at the next interval")
+
+    async def _finish_transactions(self) -> None:
+        """Abort transactions past their timeout and retry the markers of prepared ones (after a failed
+        write, or on a coordinator that took over), every
+        transaction.abort.timed.out.transaction.cleanup.interval.ms (prepared ones every second)."""
+        interval = self.config.int("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000
+        next_timeout_check = time.monotonic() + interval
+        while True:
+            await asyncio.sleep(min(interval, 1.0))
+            try:
+                await self.state.transactions.complete_prepared()
+                if time.monotonic() >= next_timeout_check:
+                    next_timeout_check = time.monotonic() + interval
+                    await self.state.transactions.abort_expired()
+            except Exception:
+                log.exception("finishing transactions failed; retrying")
 
     async def _expire_sessions(self) -> None:
         while True:

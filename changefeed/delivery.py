@@ -101,17 +101,22 @@ class Delivery:
                 # A DDL is a batch of its own, after every change before it (TiCDC writes DDL once the DML
                 # before it is flushed): the rows after it fill whole batches again.
                 self._flush()
+                self.sink.transaction_done()
                 self._send_ddl(event)
                 self._flush()
+                self.sink.transaction_done()
             elif isinstance(event, TransactionCommit):
                 # Sent before the boundary is queued: the checkpoint waits for this transaction's batch.
                 self._flush()
                 self.tracker.transaction_done(event.checkpoint)
+                self.sink.transaction_done()  # a transactional sink commits it (and acknowledges) here
                 self._transactions += 1
                 if self.watermark_every and self._transactions % self.watermark_every == 0:
                     self._send_watermarks(event.checkpoint.commit_ts)
                     self._flush()
+                    self.sink.transaction_done()
         self._flush()
+        self.sink.transaction_done()
 
     def _send_row(self, change: RowChange) -> None:
         topic, partition = self.router.route(change, self.partitions_of)

@@ -16,8 +16,9 @@ SINK_LIMIT = MESSAGE_MAX_BYTES - 1024
 
 
 class OwnBroker:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, settings: dict[str, str] | None = None) -> None:
         self.root = root
+        self.settings = settings or {}
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -40,6 +41,7 @@ class OwnBroker:
             "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
             "--set", "group.initial.rebalance.delay.ms=300",
             "--set", f"message.max.bytes={MESSAGE_MAX_BYTES}",
+            *(arg for key, value in self.settings.items() for arg in ("--set", f"{key}={value}")),
         ]  # fmt: skip
         with (self.root / f"broker-{self.starts}.log").open("wb") as log_file:
             process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)

@@ -18,6 +18,11 @@ class Sink(Protocol):
         (or until closed)."""
         ...
 
+    def transaction_done(self) -> None:
+        """A source transaction ended. A transactional sink commits what was sent since the last call and
+        only then acknowledges those batches; any other sink does nothing."""
+        ...
+
     def flush(self, timeout: float) -> int:
         """Wait up to `timeout` s for in-flight messages; returns how many are still pending."""
         ...

@@ -57,6 +57,9 @@ class KafkaSinkConfig:
     # large-message-handle-option); claim-check needs claim-check-storage-uri (file:// for now).
     large_message_handle: str = "none"
     claim_check_storage_uri: str | None = None
+    # Lakefeed's: each source transaction becomes one Kafka transaction under this transactional.id, so
+    # read_committed consumers see a transaction's rows all at once or not at all (sink/kafka/producer.py).
+    transactional_id: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -178,6 +181,7 @@ PARAMETERS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "sasl-mechanism": ("sasl_mechanism", _choice(SASL_MECHANISMS, str.upper)),
     "large-message-handle-option": ("large_message_handle", _choice(LARGE_MESSAGE_HANDLES)),
     "claim-check-storage-uri": ("claim_check_storage_uri", _text),
+    "transactional-id": ("transactional_id", _text),
 }
 
 
@@ -230,4 +234,7 @@ def parse_sink_uri(uri: str) -> KafkaSinkConfig:
             "large-message-handle-option=claim-check needs claim-check-storage-uri, e.g. "
             "claim-check-storage-uri=file:///var/lib/lakefeed/claim-check"
         )
+    if values.get("transactional_id") and values.get("required_acks", -1) != -1:
+        raise SinkConfigError("transactional-id needs required-acks=-1: Kafka transactions need the idempotent "
+                              "producer, which acknowledges with acks=all")
     return KafkaSinkConfig(bootstrap_servers=servers, topic=topic, **values)

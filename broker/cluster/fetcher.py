@@ -26,6 +26,8 @@ from kio.static.primitive import i32, i64
 
 from broker.cluster.replicas import ReplicaManager, TopicPartition
 from broker.coordinator.offsets_topic import OFFSETS_TOPIC, apply_batch
+from broker.coordinator.transactions_topic import TRANSACTIONS_TOPIC
+from broker.coordinator.transactions_topic import apply_batch as apply_transactions
 from broker.core.state import BrokerState
 from broker.log_store import PartitionLog
 from broker.protocol.framing import RequestHeader, encode_request
@@ -161,8 +163,11 @@ class LeaderFetcher:
 
     def _append(self, tp: TopicPartition, plog: PartitionLog, data: bytes) -> None:
         for batch in self.state.partitions.append_as_follower(tp, plog, data):
-            if tp[0] == OFFSETS_TOPIC:  # a follower keeps the coordinator's state warm for a failover
-                apply_batch(batch, self.state.offsets.load, self.state.groups.load_group)
+            # A follower keeps the coordinators' state warm for a failover.
+            if tp[0] == OFFSETS_TOPIC:
+                apply_batch(batch, self.state.offsets, self.state.groups.load_group)
+            elif tp[0] == TRANSACTIONS_TOPIC:
+                apply_transactions(batch, self.state.transactions.load)
 
     def _truncate(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> None:
         if offset >= plog.log_end_offset:

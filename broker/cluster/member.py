@@ -16,8 +16,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
 from broker.cluster.replicas import now_ms
-from broker.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+from broker.cluster.txn_markers import MarkerSender
+from broker.coordinator.internal_topics import GROUP, InternalTopic, for_key_type
 from broker.core.role import BrokerView, PartitionView, TopicPartition
+from broker.core.transaction_effects import BrokerTxnEffects
 from broker.log_store import PartitionLog
 from broker.protocol.errors import KafkaApiError, named_error
 from broker.replication.errors import ReplicationError
@@ -54,6 +56,10 @@ class ClusterMember:
     def __init__(self, node: ClusterNode) -> None:
         self.node = node
         self.replicas = node.replicas
+        # Markers of transactions this broker coordinates, for partitions other brokers lead.
+        effects = node.state.transactions.effects
+        if isinstance(effects, BrokerTxnEffects):
+            effects.remote = MarkerSender(node).send
 
     @property
     def node_id(self) -> int:
@@ -64,10 +70,11 @@ class ClusterMember:
         with replication_errors():
             self.replicas.leader(tp).check_epoch(current_leader_epoch)
 
-    def check_coordinator(self, group: str) -> None:
-        topic = self.node.state.topics.get(OFFSETS_TOPIC)
-        if topic is None or not self.replicas.is_leader((OFFSETS_TOPIC, partition_for(group, topic.partitions))):
-            raise KafkaApiError(ErrorCode.not_coordinator, f"broker {self.node_id} does not coordinate {group}")
+    def check_coordinator(self, key: str, key_type: int = GROUP) -> None:
+        spec = for_key_type(key_type)
+        topic = self.node.state.topics.get(spec.name)
+        if topic is None or not self.replicas.is_leader((spec.name, spec.partition(key, topic.partitions))):
+            raise KafkaApiError(ErrorCode.not_coordinator, f"broker {self.node_id} does not coordinate {key!r}")
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         with replication_errors():
@@ -137,23 +144,24 @@ class ClusterMember:
             return ()
         return tuple(i for i, part in enumerate(info.partitions) if self.node_id in part.replicas)
 
-    def coordinator(self, group: str) -> BrokerView:
-        topic = self.node.state.offsets_topic()  # raises COORDINATOR_NOT_AVAILABLE while it is being created
+    def coordinator(self, key: str, key_type: int = GROUP) -> BrokerView:
+        spec = for_key_type(key_type)
+        topic = self.node.state.internal_topic(spec)  # raises COORDINATOR_NOT_AVAILABLE while it is being created
         views = self.partitions(topic)
-        index = partition_for(group, topic.partitions)
+        index = spec.partition(key, topic.partitions)
         leader = views[index].leader if index < len(views) else -1
         found = next((b for b in self.brokers() if b.node_id == leader), None)
         if found is None:
-            raise KafkaApiError(ErrorCode.coordinator_not_available, f"the coordinator of {group!r} has no leader yet")
+            raise KafkaApiError(ErrorCode.coordinator_not_available, f"the coordinator of {key!r} has no leader yet")
         return found
 
     # --- administration -------------------------------------------------------------------------
     def auto_create(self, name: str) -> Topic | bool:
         return self.node.topic_admin.auto_create(name)  # the controller creates it; clients retry meanwhile
 
-    def offsets_topic_missing(self) -> Topic:
-        self.node.topic_admin.auto_create(OFFSETS_TOPIC)
-        raise KafkaApiError(ErrorCode.coordinator_not_available, f"{OFFSETS_TOPIC} is being created; retry")
+    def internal_topic_missing(self, spec: InternalTopic) -> Topic:
+        self.node.topic_admin.auto_create(spec.name)
+        raise KafkaApiError(ErrorCode.coordinator_not_available, f"{spec.name} is being created; retry")
 
     def check_replication_factor(self, replication_factor: int) -> None:
         pass  # the controller checks it against the live brokers

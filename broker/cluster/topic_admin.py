@@ -10,7 +10,7 @@ import uuid
 from broker.cluster.controller_client import ControllerRejected, ControllerUnavailable
 from broker.cluster.node_view import NodeView
 from broker.controller.state import TopicInfo
-from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
+from broker.coordinator.internal_topics import BY_NAME
 
 log = logging.getLogger("broker.cluster")
 _APPLY_TIMEOUT_S = 10.0
@@ -72,7 +72,7 @@ class TopicAdmin:
 
     def auto_create(self, name: str) -> bool:
         """Ask the controller to create `name` in the background; False when auto-creation is off."""
-        if name != OFFSETS_TOPIC and not self.config.bool("auto.create.topics.enable"):
+        if name not in BY_NAME and not self.config.bool("auto.create.topics.enable"):
             return False
         if name not in self._creating:
             self._creating.add(name)
@@ -81,11 +81,11 @@ class TopicAdmin:
 
     async def _create_in_background(self, name: str) -> None:
         try:
-            if name == OFFSETS_TOPIC:
+            spec = BY_NAME.get(name)
+            if spec is not None:
                 live = len(self.node.meta.live_brokers())
-                factor = max(min(self.config.int("offsets.topic.replication.factor"), live), 1)
-                await self.create_topic(name, self.config.int("offsets.topic.num.partitions"), factor,
-                                        dict(OFFSETS_TOPIC_CONFIGS))
+                factor = max(min(self.config.int(spec.replication_key), live), 1)
+                await self.create_topic(name, self.config.int(spec.partitions_key), factor, dict(spec.configs))
             else:
                 await self.create_topic(name, self.config.int("num.partitions"), -1, {})
         except ControllerRejected as exc:

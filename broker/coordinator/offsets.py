@@ -31,6 +31,8 @@ class OffsetStore:
     def __init__(self, journal: Journal | None = None) -> None:
         self.journal = journal
         self._offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        # TxnOffsetCommit: offsets written under a producer id, waiting for its transaction's marker.
+        self._pending: dict[int, dict[str, list[OffsetChange]]] = {}
 
     def commit_many(self, group: str, changes: list[OffsetChange]) -> None:
         if not changes:
@@ -50,6 +52,22 @@ class OffsetStore:
             offsets.pop((topic, partition), None)
         else:
             offsets[(topic, partition)] = value
+
+    def stage(self, producer_id: int, group: str, changes: list[OffsetChange]) -> None:
+        """Offsets of an open transaction (already in the journal as a transactional batch)."""
+        self._pending.setdefault(producer_id, {}).setdefault(group, []).extend(changes)
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended: its staged offsets become committed (COMMIT) or vanish."""
+        staged = self._pending.pop(producer_id, {})
+        if commit:
+            for group, changes in staged.items():
+                for change in changes:
+                    self.load(group, change.topic, change.partition, change.value)
+
+    def pending_partitions(self, group: str) -> set[tuple[str, int]]:
+        """Partitions of `group` whose offsets an open transaction holds (OffsetFetch: UNSTABLE_OFFSET_COMMIT)."""
+        return {(c.topic, c.partition) for staged in self._pending.values() for c in staged.get(group, ())}
 
     def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._offsets.get(group, {}).get((topic, partition))

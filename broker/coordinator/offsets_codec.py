@@ -70,7 +70,7 @@ class GroupMetadataValue:
     members: tuple[StoredMember, ...]
 
 
-def _string(value: str | None) -> bytes:
+def encode_string(value: str | None) -> bytes:
     if value is None:
         return _I16.pack(-1)
     data = value.encode()
@@ -78,16 +78,17 @@ def _string(value: str | None) -> bytes:
 
 
 def encode_key(key: OffsetKey) -> bytes:
-    return _I16.pack(COMMIT_KEY_VERSION) + _string(key.group) + _string(key.topic) + _I32.pack(key.partition)
+    return (_I16.pack(COMMIT_KEY_VERSION) + encode_string(key.group) + encode_string(key.topic)
+            + _I32.pack(key.partition))
 
 
 def encode_value(value: OffsetValue) -> bytes:
     head = _COMMIT_VALUE.pack(COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
-    return head + _string(value.metadata) + _I64.pack(value.commit_timestamp)
+    return head + encode_string(value.metadata) + _I64.pack(value.commit_timestamp)
 
 
 def encode_group_key(group: str) -> bytes:
-    return _I16.pack(GROUP_KEY_VERSION) + _string(group)
+    return _I16.pack(GROUP_KEY_VERSION) + encode_string(group)
 
 
 def _bytes(value: bytes) -> bytes:
@@ -95,17 +96,18 @@ def _bytes(value: bytes) -> bytes:
 
 
 def encode_group_value(value: GroupMetadataValue) -> bytes:
-    parts = [_I16.pack(GROUP_VALUE_VERSION), _string(value.protocol_type), _I32.pack(value.generation),
-             _string(value.protocol), _string(value.leader), _I64.pack(value.state_timestamp),
+    parts = [_I16.pack(GROUP_VALUE_VERSION), encode_string(value.protocol_type), _I32.pack(value.generation),
+             encode_string(value.protocol), encode_string(value.leader), _I64.pack(value.state_timestamp),
              _I32.pack(len(value.members))]
     for m in value.members:
-        parts += [_string(m.member_id), _string(m.group_instance_id), _string(m.client_id), _string(m.client_host),
+        parts += [encode_string(m.member_id), encode_string(m.group_instance_id), encode_string(m.client_id),
+                  encode_string(m.client_host),
                   _I32.pack(m.rebalance_timeout_ms), _I32.pack(m.session_timeout_ms), _bytes(m.subscription),
                   _bytes(m.assignment)]
     return b"".join(parts)
 
 
-class _Reader:
+class RecordReader:
     def __init__(self, data: bytes) -> None:
         self.data, self.position = data, 0
 
@@ -137,7 +139,7 @@ class _Reader:
 
 def decode_key(data: bytes) -> OffsetKey | str:
     """An offset commit key, or the group name of a group metadata key."""
-    reader = _Reader(data)
+    reader = RecordReader(data)
     (version,) = reader.take(_I16)
     if version in (0, 1):
         group, topic = reader.string(), reader.string()
@@ -149,7 +151,7 @@ def decode_key(data: bytes) -> OffsetKey | str:
 
 
 def decode_value(data: bytes) -> OffsetValue:
-    reader = _Reader(data)
+    reader = RecordReader(data)
     (version,) = reader.take(_I16)
     if version not in (1, 2, 3):  # v4 (flexible) is never written here
         raise OffsetRecordError(f"offset commit value version {version} is not one of 1-3")
@@ -162,7 +164,7 @@ def decode_value(data: bytes) -> OffsetValue:
 
 def decode_group_value(data: bytes) -> GroupMetadataValue:
     """Group metadata value versions 0-3 (the non-flexible ones; version 4 is not read yet)."""
-    reader = _Reader(data)
+    reader = RecordReader(data)
     (version,) = reader.take(_I16)
     if version not in (0, 1, 2, 3):
         raise OffsetRecordError(f"group metadata value version {version} is not one of 0-3")

@@ -64,10 +64,17 @@ class ProducerIdAllocator:
 
 def check(table: ProducerStateTable, topic: str, partition: int, batch: BatchHeader) -> BatchMetadata | None:
     """Validate a batch before its append against the partition's producer state. Returns the original
-    metadata when the batch is a retry of one already appended (a duplicate)."""
-    if batch.producer_id < 0:
+    metadata when the batch is a retry of one already appended (a duplicate). Markers (control batches) carry
+    no sequence and are never checked here: only the transaction coordinator writes them."""
+    if batch.producer_id < 0 or batch.is_control:
         return None
     entry = table.entries.get(batch.producer_id)
+    if entry is not None and entry.current_txn_first_offset >= 0 and not batch.is_transactional:
+        raise KafkaApiError(  # Kafka's ProducerAppendInfo.appendDataBatch
+            ErrorCode.invalid_txn_state,
+            f"producer {batch.producer_id} sent a non-transactional batch to {topic}-{partition} while its"
+            f" transaction from offset {entry.current_txn_first_offset} is open",
+        )
     if entry is None or batch.producer_epoch > entry.epoch:
         if batch.base_sequence != 0 and entry is not None:
             raise KafkaApiError(

@@ -10,6 +10,7 @@ cache (`leader-epoch-checkpoint`); the role (`broker/core/role.py`) says what le
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -21,6 +22,7 @@ from broker.core.notifier import DataNotifier
 from broker.core.role import ClusterRole, TopicPartition
 from broker.log_store import AppendResult, LogConfig, LogStore, PartitionLog
 from broker.protocol import records
+from broker.protocol.control import encode_marker
 from broker.protocol.errors import KafkaApiError
 from broker.topics import Topic
 
@@ -103,6 +105,9 @@ class PartitionManager:
             raise KafkaApiError(ErrorCode.corrupt_message, "produce request without record data")
         headers = list(records.iter_batches(data))
         for header in headers:
+            if header.is_control:  # Kafka's LogValidator: markers come from the transaction coordinator only
+                raise KafkaApiError(ErrorCode.invalid_record,
+                                    "clients may not write control records (transaction markers)")
             if header.length > max_message_bytes:
                 raise KafkaApiError(
                     ErrorCode.message_too_large,
@@ -114,18 +119,45 @@ class PartitionManager:
             first, last = duplicates[0], duplicates[-1]
             assert first is not None and last is not None
             return LeaderAppend(first.base_offset, -1, plog.log_start_offset, last.last_offset + 1)
-        result = self.append_records(topic, partition, data)
+        result = self.append_records(topic, partition, data, client=True)
         return LeaderAppend(result.base_offset, result.log_append_time, result.log_start_offset,
                             result.last_offset + 1)
 
-    def append_records(self, topic: Topic, partition: int, data: bytes) -> AppendResult:
+    def append_records(self, topic: Topic, partition: int, data: bytes, client: bool = False) -> AppendResult:
         """Append as the leader, stamped with its epoch (also the coordinator's own records)."""
         plog = self.log(topic, partition)
         tp = (topic.name, partition)
-        result = plog.append(data, leader_epoch=self.role.leader_epoch(tp))  # the log updates producer state
+        # The log updates producer state; `client`: a producer's batch, else a coordinator's (no sequence).
+        result = plog.append(data, leader_epoch=self.role.leader_epoch(tp), client=client)
         self.role.on_leader_append(tp, plog.log_end_offset)
         self.notifier.notify()  # fetches (followers' too) long-poll for it
         return result
+
+    def write_marker(self, topic: Topic, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> int:
+        """Append the transaction coordinator's COMMIT or ABORT marker for a producer as the leader; returns
+        its offset. Fenced like Kafka's `ProducerAppendInfo.appendEndTxnMarker`: an epoch older than the
+        producer's here is INVALID_PRODUCER_EPOCH, an older coordinator epoch TRANSACTION_COORDINATOR_FENCED."""
+        self.role.check_leader((topic.name, partition))
+        entry = self.log(topic, partition).producers.entries.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise KafkaApiError(ErrorCode.invalid_producer_epoch,
+                                f"marker of producer {producer_id} at epoch {producer_epoch} on"
+                                f" {topic.name}-{partition} is older than its epoch {entry.epoch} here")
+        if entry is not None and coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaApiError(ErrorCode.transaction_coordinator_fenced,
+                                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch} on"
+                                f" {topic.name}-{partition}: one of epoch {entry.coordinator_epoch} came before")
+        marker = encode_marker(producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000))
+        return self.append_records(topic, partition, marker).base_offset
+
+    @staticmethod
+    def last_stable_offset(plog: PartitionLog, high_watermark: int) -> int:
+        """The last stable offset (LSO): below it every transaction is decided and its marker replicated, so
+        read_committed consumers read up to it. min(high watermark, first unstable offset), where a
+        transaction counts as unstable until the high watermark passes its marker (Kafka's UnifiedLog)."""
+        first_unstable = plog.producers.first_unstable_offset(high_watermark)
+        return high_watermark if first_unstable is None else min(high_watermark, first_unstable)
 
     # --- the follower append path -------------------------------------------------------------------
     def append_as_follower(self, tp: TopicPartition, plog: PartitionLog, data: bytes) -> list[bytes]:

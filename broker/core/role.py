@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from broker.coordinator.internal_topics import GROUP, InternalTopic
 from broker.log_store import PartitionLog
 from broker.topics import Topic
 
@@ -40,8 +41,9 @@ class ClusterRole(Protocol):
     def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> None:
         """NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH (a KafkaApiError) unless this broker leads `tp`."""
 
-    def check_coordinator(self, group: str) -> None:
-        """NOT_COORDINATOR unless this broker leads the group's `__consumer_offsets` partition."""
+    def check_coordinator(self, key: str, key_type: int = GROUP) -> None:
+        """NOT_COORDINATOR unless this broker leads the key's partition of its internal topic (a group's
+        `__consumer_offsets` partition, a transactional id's `__transaction_state` partition)."""
 
     def leader_epoch(self, tp: TopicPartition) -> int:
         """The epoch a leader append is stamped with."""
@@ -84,15 +86,15 @@ class ClusterRole(Protocol):
     def hosted(self, topic: Topic) -> Sequence[int]:
         """The partitions of `topic` with a replica on this broker."""
 
-    def coordinator(self, group: str) -> BrokerView:
-        """The broker coordinating `group` (FindCoordinator)."""
+    def coordinator(self, key: str, key_type: int = GROUP) -> BrokerView:
+        """The broker coordinating a group or transactional id (FindCoordinator)."""
 
     # --- administration -------------------------------------------------------------------------
     def auto_create(self, name: str) -> Topic | bool:
         """The topic when created here; True when the controller is creating it; False when not allowed."""
 
-    def offsets_topic_missing(self) -> Topic:
-        """Create `__consumer_offsets` (or raise COORDINATOR_NOT_AVAILABLE while the controller does)."""
+    def internal_topic_missing(self, spec: InternalTopic) -> Topic:
+        """Create an internal topic (or raise COORDINATOR_NOT_AVAILABLE while the controller does)."""
 
     def check_replication_factor(self, replication_factor: int) -> None: ...
 

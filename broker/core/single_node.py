@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
-from broker.coordinator.offsets_topic import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS
+from broker.coordinator.internal_topics import BY_NAME, GROUP, InternalTopic
 from broker.core.role import BrokerView, PartitionView, TopicPartition
 from broker.log_store import PartitionLog
 from broker.protocol.errors import KafkaApiError
@@ -38,7 +38,7 @@ class SingleNode:
     def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> None:
         pass  # every partition is led here
 
-    def check_coordinator(self, group: str) -> None:
+    def check_coordinator(self, key: str, key_type: int = GROUP) -> None:
         pass
 
     def leader_epoch(self, tp: TopicPartition) -> int:
@@ -105,20 +105,19 @@ class SingleNode:
     def hosted(self, topic: Topic) -> Sequence[int]:
         return range(topic.partitions)
 
-    def coordinator(self, group: str) -> BrokerView:
+    def coordinator(self, key: str, key_type: int = GROUP) -> BrokerView:
         return self.brokers()[0]
 
     # --- administration -------------------------------------------------------------------------
     def auto_create(self, name: str) -> Topic | bool:
-        if name == OFFSETS_TOPIC:
-            return self.state.offsets_topic()  # internal: always its own partition count and compaction
+        if name in BY_NAME:
+            return self.state.internal_topic(BY_NAME[name])  # always its own partition count and compaction
         if not self.state.config.bool("auto.create.topics.enable"):
             return False
         return self.state.create_topic(name, -1, {})
 
-    def offsets_topic_missing(self) -> Topic:
-        partitions = self.state.config.int("offsets.topic.num.partitions")
-        return self.state.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIGS))
+    def internal_topic_missing(self, spec: InternalTopic) -> Topic:
+        return self.state.create_topic(spec.name, self.state.config.int(spec.partitions_key), dict(spec.configs))
 
     def check_replication_factor(self, replication_factor: int) -> None:
         if replication_factor not in (-1, 1):

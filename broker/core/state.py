@@ -16,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from broker.config import BrokerConfig
 from broker.config_catalog import topic_entry
 from broker.coordinator.groups import GroupCoordinator
+from broker.coordinator.internal_topics import GROUP, OFFSETS, TRANSACTIONS, InternalTopic
 from broker.coordinator.offsets import OffsetChange, OffsetStore
 from broker.coordinator.offsets_codec import GroupMetadataValue
 from broker.coordinator.offsets_topic import (
@@ -26,6 +27,8 @@ from broker.coordinator.offsets_topic import (
     replay,
 )
 from broker.coordinator.producers import ProducerIdAllocator
+from broker.coordinator.transactions import TransactionCoordinator
+from broker.coordinator.transactions_topic import replay as replay_transactions
 from broker.core.notifier import DataNotifier
 from broker.core.partitions import PartitionManager
 from broker.core.role import ClusterRole
@@ -44,6 +47,8 @@ class BrokerState:
     producer_ids: ProducerIdAllocator  # a single node's; a cluster member's come from the controller
     notifier: DataNotifier = field(default_factory=DataNotifier)
     partitions: PartitionManager = field(init=False)
+    # Set right after construction (its effects need the state): broker/server.py build_state.
+    transactions: TransactionCoordinator = field(init=False)
 
     def __post_init__(self) -> None:
         self.partitions = PartitionManager(self.store, self.notifier, self.log_config)
@@ -62,9 +67,9 @@ class BrokerState:
         """NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH unless this broker leads the partition."""
         self.role.check_leader((topic, partition), current_leader_epoch)
 
-    def check_coordinator(self, group: str) -> None:
-        """NOT_COORDINATOR unless this broker leads the group's `__consumer_offsets` partition."""
-        self.role.check_coordinator(group)
+    def check_coordinator(self, key: str, key_type: int = GROUP) -> None:
+        """NOT_COORDINATOR unless this broker coordinates the group (or transactional id)."""
+        self.role.check_coordinator(key, key_type)
 
     def high_watermark(self, topic: str, partition: int, plog: PartitionLog) -> int:
         return self.role.high_watermark((topic, partition), plog)
@@ -127,9 +132,12 @@ class BrokerState:
 
     # --- committed offsets in __consumer_offsets ----------------------------------------------
 
+    def internal_topic(self, spec: InternalTopic) -> Topic:
+        topic = self.topics.get(spec.name)
+        return topic if topic is not None else self.role.internal_topic_missing(spec)
+
     def offsets_topic(self) -> Topic:
-        topic = self.topics.get(OFFSETS_TOPIC)
-        return topic if topic is not None else self.role.offsets_topic_missing()
+        return self.internal_topic(OFFSETS)
 
     def write_offsets(self, group: str, changes: list[OffsetChange]) -> None:
         """The OffsetStore's journal: one record batch per commit, in the group's partition."""
@@ -144,13 +152,42 @@ class BrokerState:
                                        encode_group_batch(group, value, int(time.time() * 1000)))
         await self.wait_for_offsets_replicated(group, 5000)
 
+    async def write_marker(self, tp: tuple[str, int], producer_id: int, epoch: int, commit: bool,
+                           coordinator_epoch: int, timeout_ms: int) -> None:
+        """A transaction's COMMIT/ABORT marker in one partition this broker leads, answered once the ISR
+        has it; in `__consumer_offsets` it also ends the producer's staged TxnOffsetCommit offsets."""
+        topic = self.require_topic(tp[0])
+        self.partitions.write_marker(topic, tp[1], producer_id, epoch, commit, coordinator_epoch)
+        if tp[0] == OFFSETS_TOPIC:
+            self.offsets.complete_transaction(producer_id, commit)
+        end = self.partitions.log(topic, tp[1]).log_end_offset
+        await self.role.wait_for_isr(tp, end, timeout_ms)
+
+    def write_txn_offsets(self, group: str, producer_id: int, epoch: int, changes: list[OffsetChange]) -> int:
+        """TxnOffsetCommit: the offsets as a transactional batch in the group's partition, staged until the
+        producer's marker; returns the partition's log end (what the ISR must reach)."""
+        topic = self.offsets_topic()
+        index = partition_for(group, topic.partitions)
+        self.partitions.append_records(topic, index, encode_batch(group, changes, int(time.time() * 1000),
+                                                                  producer_id, epoch))
+        self.offsets.stage(producer_id, group, changes)
+        return self.partitions.log(topic, index).log_end_offset
+
     def load_offsets(self) -> int:
         """Replay __consumer_offsets (offsets and group metadata) into memory at start; returns the number of
         records applied."""
         topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return 0
-        return sum(replay(self.partitions.log(topic, index), self.offsets.load, self.groups.load_group)
+        return sum(replay(self.partitions.log(topic, index), self.offsets, self.groups.load_group)
+                   for index in range(topic.partitions))
+
+    def load_transactions(self) -> int:
+        """Replay __transaction_state into the transaction coordinator at start; returns the records applied."""
+        topic = self.topics.get(TRANSACTIONS.name)
+        if topic is None:
+            return 0
+        return sum(replay_transactions(self.partitions.log(topic, index), self.transactions.load)
                    for index in range(topic.partitions))
 
     def delete_topic(self, name: str) -> None:

@@ -1,25 +1,25 @@
-"""Transactions are not implemented yet: every transactional API gets one clear, fatal error code.
+"""What the transactional handlers share: the coordinator check and Kafka's error-code compatibility.
 
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED is the code InitProducerId already answers for a transactional
-id, so a client fails the same way whichever transactional request it reaches first (clients treat it
-as fatal instead of retrying), and the connection stays open for everything else.
+PRODUCER_FENCED (KIP-588) is answered as INVALID_PRODUCER_EPOCH to clients older than the request
+versions that introduced it, as Kafka does, since those clients do not know the newer code.
 """
 
 from __future__ import annotations
 
-import logging
-
 from kio.schema.errors import ErrorCode
 
-from broker.handlers.context import Request
-
-REFUSED = ErrorCode.transactional_id_authorization_failed
-MESSAGE = "transactions are not supported by this broker yet; produce without transactional.id"
-
-log = logging.getLogger("broker.transactions")
+from broker.coordinator.internal_topics import TRANSACTION
+from broker.handlers.context import BrokerState
+from broker.protocol.errors import KafkaApiError
 
 
-def refuse(request: Request, transactional_id: str | None) -> ErrorCode:
-    log.warning("refused %s from client %r (transactional.id %r): %s", type(request.body).__name__,
-                request.header.client_id, transactional_id, MESSAGE)
-    return REFUSED
+def check_coordinator(state: BrokerState, transactional_id: str) -> None:
+    """NOT_COORDINATOR unless this broker leads the id's `__transaction_state` partition (created on first
+    use: COORDINATOR_NOT_AVAILABLE while the controller creates it)."""
+    state.check_coordinator(transactional_id, TRANSACTION)
+
+
+def fenced_code(exc: KafkaApiError, api_version: int, fenced_since: int) -> ErrorCode:
+    if exc.code == ErrorCode.producer_fenced and api_version < fenced_since:
+        return ErrorCode.invalid_producer_epoch
+    return exc.code

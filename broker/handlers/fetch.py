@@ -8,7 +8,13 @@ whole so that a batch bigger than the limits cannot stall a consumer (as in Kafk
 
 Record data read from segments is not copied here: the response carries a token per partition and the
 file ranges go to the server in a `SplicedResponse`, which sends them with sendfile (Kafka's zero-copy
-transfer). Only a consumer reading below a follower-lagged high watermark gets data cut in memory.
+transfer). Only a consumer reading below a follower-lagged high watermark (or an open transaction) gets data
+cut in memory.
+
+Isolation (Kafka's FetchIsolation): read_uncommitted consumers read up to the high watermark;
+read_committed ones up to the last stable offset (LSO, before the oldest undecided transaction) and get the
+aborted transactions overlapping the returned data (producer id, first offset) so they drop those records.
+Followers read up to the log end. Every answer carries the LSO.
 """
 
 from __future__ import annotations
@@ -29,16 +35,27 @@ from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 from broker.protocol.spliced import Insert, SplicedResponse, new_token
 from broker.replication.leader_epochs import diverging_epoch, epoch_cache
+from broker.storage.txn_index import AbortedTxn
+
+READ_COMMITTED = 1
 
 
 def _below(data: bytes, high: int) -> bytes:
-    """Only whole batches below the high watermark: consumers never see uncommitted offsets."""
+    """Only whole batches below the high watermark (or the LSO): consumers never see uncommitted offsets."""
     end = 0
     for header in records.iter_batches(data, verify_crc=False):
         if header.base_offset + header.last_offset_delta >= high:
             break
         end = header.position + header.length
     return data[:end]
+
+
+def _end_offset(data: bytes) -> int | None:
+    """The offset after the last batch of `data` (None when empty)."""
+    end = None
+    for header in records.iter_batches(data, verify_crc=False):
+        end = header.base_offset + header.last_offset_delta + 1
+    return end
 
 
 def replica_id_of(body: Any) -> int:
@@ -61,20 +78,24 @@ class _PartitionRead:
     size: int = 0
     high: int = -1
     start: int = -1
+    lso: int = -1
+    aborted: tuple[AbortedTxn, ...] | None = None  # read_committed consumers only
     diverging: Any = None  # a follower's log diverged: answered at once so it truncates before fetching on
 
 
 def _read_partition(
-    state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int, first_pass: bool
+    state: BrokerState, topic: Any, part: Any, replica_id: int, budget: int, first_pass: bool, committed: bool
 ) -> _PartitionRead:
     state.check_leader(topic.name, part.partition, getattr(part, "current_leader_epoch", -1))
     plog = state.partitions.log(topic, part.partition)
     start = plog.log_start_offset
     if replica_id >= 0:  # a follower: only a cluster member has them
+        committed = False
         diverging = _diverging(plog, part)
         if diverging is not None:
             high = state.high_watermark(topic.name, part.partition, plog)
-            return _PartitionRead(high=high, start=start, diverging=diverging)
+            lso = state.partitions.last_stable_offset(plog, high)
+            return _PartitionRead(high=high, start=start, lso=lso, diverging=diverging)
         if first_pass and start <= part.fetch_offset <= plog.log_end_offset:
             # Its fetch offset is its log end only once its log agrees with ours (as Kafka's
             # Partition.fetchRecords updates the follower state only without a diverging epoch): crediting a
@@ -82,17 +103,23 @@ def _read_partition(
             state.role.on_follower_fetch((topic.name, part.partition), replica_id, part.fetch_offset,
                                          int(getattr(part, "log_start_offset", -1)))
     high = state.high_watermark(topic.name, part.partition, plog)
+    lso = state.partitions.last_stable_offset(plog, high)
     if not start <= part.fetch_offset <= plog.log_end_offset:
-        return _PartitionRead(ErrorCode.offset_out_of_range, high=high, start=start)
-    readable = plog.log_end_offset if replica_id >= 0 else high
+        return _PartitionRead(ErrorCode.offset_out_of_range, high=high, start=start, lso=lso)
+    readable = plog.log_end_offset if replica_id >= 0 else lso if committed else high
+    none_aborted = () if committed else None
     if part.fetch_offset >= readable:
-        return _PartitionRead(high=high, start=start)
+        return _PartitionRead(high=high, start=start, lso=lso, aborted=none_aborted)
     # Always return at least the first batch so oversized batches still flow.
     result = plog.read(part.fetch_offset, max(min(part.partition_max_bytes, budget), 1))
+    chunks, size, upper = result.chunks, result.size, readable
     if readable < plog.log_end_offset:
         data = _below(materialize(result.chunks), readable)
-        return _PartitionRead(chunks=(data,), size=len(data), high=high, start=start)
-    return _PartitionRead(chunks=result.chunks, size=result.size, high=high, start=start)
+        chunks, size, upper = (data,), len(data), _end_offset(data) or part.fetch_offset
+    # Kafka's UnifiedLog.collectAbortedTransactions over the returned range (up to the LSO when the data stays
+    # in file ranges: an entry beyond the data only tells the consumer of records it has not got yet).
+    aborted = tuple(plog.aborted_transactions(part.fetch_offset, upper)) if committed and size else none_aborted
+    return _PartitionRead(chunks=chunks, size=size, high=high, start=start, lso=lso, aborted=aborted)
 
 
 def _records(read: _PartitionRead, inserts: list[Insert]) -> bytes:
@@ -109,6 +136,8 @@ def _collect(
 ) -> tuple[list[Any], int, bool]:
     partition_cls = nested(cls, "PartitionData")
     topic_cls = nested(cls, "FetchableTopicResponse")
+    aborted_cls = nested(cls, "AbortedTransaction")
+    committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
     budget = body.max_bytes if body.max_bytes > 0 else 0x7FFFFFFF
     total, errors = 0, False
     topics = []
@@ -127,7 +156,7 @@ def _collect(
             try:
                 if topic is None:
                     raise KafkaApiError(missing, f"fetch from unknown topic {name or wanted.topic_id}")
-                read = _read_partition(state, topic, part, replica_id, budget - total, first_pass)
+                read = _read_partition(state, topic, part, replica_id, budget - total, first_pass, committed)
             except KafkaApiError as exc:
                 read = _PartitionRead(code=exc.code)
             errors |= read.code != ErrorCode.none or read.diverging is not None
@@ -138,9 +167,11 @@ def _collect(
                     partition_index=part.partition,
                     error_code=read.code,
                     high_watermark=read.high,
-                    last_stable_offset=read.high,
+                    last_stable_offset=read.lso,
                     log_start_offset=read.start,
-                    aborted_transactions=None,
+                    aborted_transactions=None if read.aborted is None else tuple(
+                        aborted_cls(producer_id=i64(a.producer_id), first_offset=i64(a.first_offset))
+                        for a in read.aborted),
                     preferred_read_replica=-1,
                     records=_records(read, inserts),
                     **_diverging_field(partition_cls, read.diverging),

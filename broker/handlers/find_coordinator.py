@@ -1,7 +1,8 @@
 """FindCoordinator (10): the broker coordinating a group (key type 0) or transaction (1).
 
 A single node coordinates everything. In a cluster the coordinator of a group is the leader of its
-`__consumer_offsets` partition (as in Kafka), so it moves with that partition's leadership.
+`__consumer_offsets` partition, of a transactional id the leader of its `__transaction_state` partition (as in
+Kafka), so it moves with that partition's leadership.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
 
 
-def _find(state: BrokerState, key: str) -> tuple[_placement.BrokerView | None, ErrorCode, str | None]:
+def _find(state: BrokerState, key: str, key_type: int) -> tuple[_placement.BrokerView | None, ErrorCode, str | None]:
     try:
-        return state.role.coordinator(key), ErrorCode.none, None
+        return state.role.coordinator(key, key_type), ErrorCode.none, None
     except KafkaApiError as exc:
         return None, exc.code, str(exc)
 
@@ -28,13 +29,13 @@ async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, request.header.api_version)
     body = request.body
     if hasattr(body, "coordinator_keys"):
-        found = [(key, *_find(state, key)) for key in body.coordinator_keys]
+        found = [(key, *_find(state, key, body.key_type)) for key in body.coordinator_keys]
         coordinators = tuple(
             build(nested(cls, "Coordinator"), key=key, node_id=b.node_id if b else -1, host=b.host if b else "",
                   port=b.port if b else -1, error_code=code, error_message=message)
             for key, b, code, message in found
         )
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)
-    b, code, message = _find(state, body.key)
+    b, code, message = _find(state, body.key, getattr(body, "key_type", 0))
     return build(cls, throttle_time=NO_THROTTLE, error_code=code, error_message=message,
                  node_id=b.node_id if b else -1, host=b.host if b else "", port=b.port if b else -1)

@@ -40,6 +40,7 @@ from broker.handlers import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import api_key
@@ -79,6 +80,7 @@ HANDLERS: dict[int, Handler] = {
     api_key("add_offsets_to_txn"): add_offsets_to_txn.handle,
     api_key("end_txn"): end_txn.handle,
     api_key("txn_offset_commit"): txn_offset_commit.handle,
+    api_key("write_txn_markers"): write_txn_markers.handle,
     api_key("describe_transactions"): describe_transactions.handle,
     api_key("list_transactions"): list_transactions.handle,
 }

@@ -51,10 +51,12 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("describe_cluster", 0, 1),
     ("describe_topic_partitions", 0, 0),
     ("elect_leaders", 0, 2),
-    # Transactions are not implemented: these answer with an error code, never a dropped connection.
+    # Transactions (broker/coordinator/transactions.py), transaction version 1 (KIP-98/KIP-447): no finalized
+    # transaction.version feature is advertised, so clients never use KIP-890's version-2 protocol.
     ("add_partitions_to_txn", 0, 5),
     ("add_offsets_to_txn", 0, 4),
     ("end_txn", 0, 5),
+    ("write_txn_markers", 1, 1),
     ("txn_offset_commit", 0, 5),
     ("describe_transactions", 0, 0),
     ("list_transactions", 0, 1),

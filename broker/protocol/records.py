@@ -114,7 +114,8 @@ def patch_log_append_time(buffer: bytearray, header: BatchHeader, timestamp: int
     struct.pack_into(">I", buffer, header.position + 17, crc)
 
 
-def _varint(view: memoryview, position: int) -> tuple[int, int]:
+def read_varint(view: memoryview, position: int) -> tuple[int, int]:
+    """The zigzag varint at `position` and the position after it (CORRUPT_MESSAGE when truncated)."""
     shift = result = 0
     while True:
         if position >= len(view) or shift > 63:
@@ -134,10 +135,10 @@ def record_timestamps(data: bytes | memoryview, header: BatchHeader) -> Iterator
     view = memoryview(data)[header.position : header.position + header.length]
     position = HEADER_SIZE
     for _ in range(header.record_count):
-        length, position = _varint(view, position)
+        length, position = read_varint(view, position)
         body_start = position
         position += 1  # record attributes
-        timestamp_delta, position = _varint(view, position)
-        offset_delta, position = _varint(view, position)
+        timestamp_delta, position = read_varint(view, position)
+        offset_delta, position = read_varint(view, position)
         yield offset_delta, header.base_timestamp + timestamp_delta
         position = body_start + length

@@ -5,12 +5,15 @@ A rule gets the request before its handler: resources the principal may not touc
 request and answered *_AUTHORIZATION_FAILED next to the handler's answers for the rest (per topic, group,
 transactional id or config resource, as Kafka answers them); a request that needs the cluster or a
 single group is answered whole with the error. Listings (all-topics Metadata, ListGroups) only show what
-the principal may describe. APIs this broker answers with an error anyway (transactions) pass through.
+the principal may describe. Transactions: WRITE on the transactional id for every transactional request,
+plus WRITE on the topics added, READ on the group and its topics for offsets; WriteTxnMarkers and the
+broker-to-broker AddPartitionsToTxn (v4+) need CLUSTER_ACTION.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -389,6 +392,80 @@ def _replica_or_topics(caller: Caller, state: BrokerState, topic: Any) -> bool:
     return caller.may(Operation.DESCRIBE, _TOPIC, topic.topic)
 
 
+# --- Transactions ------------------------------------------------------------------------------------------
+
+def _txn_write(caller: Caller, request: Request) -> bool:
+    return caller.may(Operation.WRITE, _TXN, request.body.transactional_id)
+
+
+def _txn_denied(cls: Any, request: Request) -> Any:
+    return build(cls, throttle_time=NO_THROTTLE, error_code=TXN_AF, producer_id=-1, producer_epoch=-1)
+
+
+def _add_offsets_allowed(caller: Caller, request: Request) -> bool:
+    return _txn_write(caller, request) and caller.may(Operation.READ, _GROUP, request.body.group_id)
+
+
+def _add_offsets_denied(cls: Any, request: Request) -> Any:
+    return build(cls, throttle_time=NO_THROTTLE, error_code=TXN_AF if not request.body.transactional_id else GAF)
+
+
+async def _add_partitions(caller: Caller, state: BrokerState, request: Request, handler: Handler) -> Any:
+    body = request.body
+    cls = response_class(request.header.api_key, request.header.api_version)
+    if hasattr(body, "transactions"):  # v4+: between brokers (KIP-890)
+        if caller.may_cluster(Operation.CLUSTER_ACTION):
+            return await handler(state, request)
+        return build(cls, throttle_time=NO_THROTTLE, error_code=CAF, results_by_transaction=())
+    allowed_txn = caller.may(Operation.WRITE, _TXN, body.v3_and_below_transactional_id)
+    denied = {t.name for t in body.v3_and_below_topics if not caller.may(Operation.WRITE, _TOPIC, t.name)}
+    if allowed_txn and not denied:
+        return await handler(state, request)
+    # As Kafka: nothing is added; the denied ones fail with their error, the rest OPERATION_NOT_ATTEMPTED.
+    partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
+    return build(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=tuple(
+        build(nested(cls, "AddPartitionsToTxnTopicResult"), name=t.name, results_by_partition=tuple(
+            build(partition_cls, partition_index=p, partition_error_code=(
+                TXN_AF if not allowed_txn else TAF if t.name in denied else ErrorCode.operation_not_attempted))
+            for p in t.partitions))
+        for t in body.v3_and_below_topics))
+
+
+async def _txn_offset_commit(caller: Caller, state: BrokerState, request: Request, handler: Handler) -> Any:
+    body = request.body
+    code = (TXN_AF if not _txn_write(caller, request) else
+            GAF if not caller.may(Operation.READ, _GROUP, body.group_id) else None)
+    denied = {t.name for t in body.topics if not caller.may(Operation.READ, _TOPIC, t.name)}
+    if code is None and not denied:
+        return await handler(state, request)
+    cls = response_class(request.header.api_key, request.header.api_version)
+    partition_cls = nested(cls, "TxnOffsetCommitResponsePartition")
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(
+        build(nested(cls, "TxnOffsetCommitResponseTopic"), name=t.name, partitions=tuple(
+            build(partition_cls, partition_index=p.partition_index,
+                  error_code=code or (TAF if t.name in denied else ErrorCode.operation_not_attempted))
+            for p in t.partitions))
+        for t in body.topics))
+
+
+def _write_txn_markers_denied(cls: Any, request: Request) -> Any:
+    return build(cls, markers=tuple(
+        build(nested(cls, "WritableTxnMarkerResult"), producer_id=m.producer_id, topics=tuple(
+            build(nested(cls, "WritableTxnMarkerTopicResult"), name=t.name, partitions=tuple(
+                build(nested(cls, "WritableTxnMarkerPartitionResult"), partition_index=i, error_code=CAF)
+                for i in t.partition_indexes))
+            for t in m.topics))
+        for m in request.body.markers))
+
+
+def _list_transactions(caller: Caller, response: Any, request: Request) -> Any:
+    return dataclasses.replace(response, transaction_states=tuple(
+        t for t in response.transaction_states if caller.may(Operation.DESCRIBE, _TXN, t.transactional_id)))
+
+
+_EPOCH_START = datetime.datetime.fromtimestamp(0, datetime.UTC)
+
+
 RULES: dict[int, Rule] = {
     api_key("produce"): _produce,
     api_key("fetch"): _fetch,
@@ -440,8 +517,19 @@ RULES: dict[int, Rule] = {
         lambda cls, g, r: build(nested(cls, "DeletableGroupResult"), group_id=g, error_code=GAF), "results"),
     api_key("list_groups"): _filtered(_list_groups),
     api_key("init_producer_id"): _whole(_init_producer_id_allowed, _init_producer_id_denied),
+    api_key("end_txn"): _whole(_txn_write, _txn_denied),
+    api_key("add_offsets_to_txn"): _whole(_add_offsets_allowed, _add_offsets_denied),
+    api_key("add_partitions_to_txn"): _add_partitions,
+    api_key("txn_offset_commit"): _txn_offset_commit,
+    api_key("write_txn_markers"): _whole(_cluster(Operation.CLUSTER_ACTION), _write_txn_markers_denied),
+    api_key("describe_transactions"): _per_item(
+        "transactional_ids", lambda c, s, t: c.may(Operation.DESCRIBE, _TXN, t),
+        lambda cls, t, r: build(nested(cls, "TransactionState"), error_code=TXN_AF, transactional_id=t,
+                                transaction_state="", transaction_timeout=datetime.timedelta(0),
+                                transaction_start_time=_EPOCH_START, producer_id=-1, producer_epoch=-1, topics=()),
+        "transaction_states"),
+    api_key("list_transactions"): _filtered(_list_transactions),
 }
 # Need no ACL (Kafka checks none, or this broker answers them with an error whatever the caller).
 UNCHECKED = frozenset(api_key(name) for name in (
-    "api_versions", "describe_cluster", "add_partitions_to_txn", "add_offsets_to_txn",
-    "end_txn", "txn_offset_commit", "describe_transactions", "list_transactions"))
+    "api_versions", "describe_cluster"))

@@ -6,6 +6,13 @@ kept records are copied byte for byte; only recordCount, length and CRC are reco
 written back uncompressed (its compression bits cleared): valid for every reader, and it spares
 re-encoding with each codec. The active segment is never cleaned.
 
+Transactions: control batches (markers) are always kept, and so are, untouched, the batches of open
+transactions (their outcome is unknown) and of aborted ones (consumers drop them with the `.txnindex` entries,
+which stay valid since the markers stay). Neither kind counts as a key's latest value, so an open or aborted
+write never removes the committed value before it. Committed transactional records are compacted like any
+others. Kafka goes further (it removes aborted records, and markers after delete.retention.ms); we keep them
+for now: correct for every reader, only less compact.
+
 It runs in the store's maintenance thread while requests append on the event loop: it reads a snapshot
 of the segment list without the log's lock and hands each rewritten segment to `replace_segment`, which
 swaps it under the lock unless the log was truncated meanwhile.
@@ -32,11 +39,36 @@ class CleanResult:
     records_removed: int
 
 
-def _latest_offsets(log: DiskPartitionLog, segments: list[Segment]) -> dict[bytes, int]:
+@dataclass(frozen=True, slots=True)
+class _Transactions:
+    """What the cleaner must leave alone: open transactions (producer -> first offset) and aborted ones."""
+
+    open: dict[int, int]
+    aborted: dict[int, list[tuple[int, int]]]  # producer -> (first offset, marker offset)
+
+    @classmethod
+    def of(cls, log: DiskPartitionLog) -> _Transactions:
+        aborted: dict[int, list[tuple[int, int]]] = {}
+        for entry in log.aborted_transactions(log.log_start_offset, log.log_end_offset):
+            aborted.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
+        return cls(log.producers.open_transactions, aborted)
+
+    def kept_whole(self, header: records.BatchHeader) -> bool:
+        if header.is_control:
+            return True
+        if not header.is_transactional:
+            return False
+        first = self.open.get(header.producer_id)
+        if first is not None and header.base_offset >= first:
+            return True
+        return any(first <= header.base_offset <= last for first, last in self.aborted.get(header.producer_id, ()))
+
+
+def _latest_offsets(segments: list[Segment], transactions: _Transactions) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for segment in segments:
         for header in segment.batches():
-            if header.is_control:
+            if transactions.kept_whole(header):
                 continue
             data = os.pread(segment.fd, header.length, header.position)
             for record in iter_records(data, header):
@@ -70,15 +102,16 @@ def clean(log: DiskPartitionLog, delete_retention_ms: int, now_ms: int | None = 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     with log.lock:
         generation, segments, high = log.generation, list(log.segments), log.high_watermark
+        transactions = _Transactions.of(log)
     closed = [s for s in segments[:-1] if s.next_offset <= high]
-    latest = _latest_offsets(log, segments)  # newer values in the active segment count too
+    latest = _latest_offsets(segments, transactions)  # newer values in the active segment count too
     removed_total = 0
     for segment in closed:
         out = bytearray()
         removed = 0
         for header in segment.batches():
             data = os.pread(segment.fd, header.length, header.position)
-            if header.is_control:
+            if transactions.kept_whole(header):
                 out += data
                 continue
             kept, dropped = _filtered(data, header, latest, now - delete_retention_ms)

@@ -1,4 +1,5 @@
-"""Text dumps of `.log`, `.index` and `.timeindex` files in the layout of Kafka's DumpLogSegments."""
+"""Text dumps of `.log`, `.index`, `.timeindex`, `.txnindex` and `.snapshot` files in the layout of Kafka's
+DumpLogSegments."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 
 import crc32c
 
-from broker.protocol import records
-from broker.storage import codecs, offset_index, producer_state, time_index
+from broker.protocol import control, records
+from broker.protocol.errors import KafkaApiError
+from broker.storage import codecs, offset_index, producer_state, time_index, txn_index
 from broker.storage.record_view import iter_records
 from broker.storage.segment import scan
 
@@ -27,12 +29,22 @@ def _record_lines(data: bytes, header: records.BatchHeader, print_data: bool) ->
         line = (f"| offset: {offset} {stamp} keySize: {-1 if key is None else len(key)} "
                 f"valueSize: {-1 if value is None else len(value)} sequence: {sequence} "
                 f"headerKeys: [{','.join(keys)}]")
-        if print_data:
+        if header.is_control:  # kafka-dump-log decodes markers with --deep-iteration too
+            line += _control_text(data)
+        elif print_data:
             if key is not None:
                 line += f" key: {key.decode('utf-8', 'replace')}"
             if value is not None:
                 line += f" payload: {value.decode('utf-8', 'replace')}"
         yield line
+
+
+def _control_text(batch: bytes) -> str:
+    try:
+        marker = control.decode_marker(batch)
+    except KafkaApiError:
+        return " unknown control record"
+    return f" endTxnMarker: {'COMMIT' if marker.commit else 'ABORT'} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
 def _batch_line(header: records.BatchHeader, valid: bool) -> str:
@@ -94,6 +106,15 @@ def dump_time_index(path: Path) -> Iterator[str]:
         yield f"timestamp: {stamp} offset: {base + relative}"
 
 
+def dump_txn_index(path: Path) -> Iterator[str]:
+    entries, intact = txn_index.parse(path.read_bytes())
+    for entry in entries:
+        yield (f"version: {txn_index.VERSION} producerId: {entry.producer_id} firstOffset: {entry.first_offset} "
+               f"lastOffset: {entry.last_offset} lastStableOffset: {entry.last_stable_offset}")
+    if not intact:
+        raise ValueError(f"{path}: not a transaction index (a partial entry or a version other than 0)")
+
+
 def _whole_entries(path: Path, entry: struct.Struct) -> bytes:
     data = path.read_bytes()
     return data[: len(data) - len(data) % entry.size]
@@ -102,7 +123,7 @@ def _whole_entries(path: Path, entry: struct.Struct) -> bytes:
 def dump_file(path: Path, deep: bool, print_data: bool) -> Iterator[str]:
     """Lines for one file; raises ValueError for names DumpLogSegments does not know."""
     if not path.stem.isdigit():
-        raise ValueError(f"{path}: expected a segment file named <20-digit offset>.log/.index/.timeindex")
+        raise ValueError(f"{path}: expected a segment file named <20-digit offset>.log/.index/.timeindex/.txnindex")
     yield f"Dumping {path}"
     if path.suffix == ".log":
         yield from dump_log(path, deep, print_data)
@@ -110,10 +131,13 @@ def dump_file(path: Path, deep: bool, print_data: bool) -> Iterator[str]:
         yield from dump_index(path)
     elif path.suffix == ".timeindex":
         yield from dump_time_index(path)
+    elif path.suffix == ".txnindex":
+        yield from dump_txn_index(path)
     elif path.suffix == ".snapshot":
         yield from dump_snapshot(path)
     else:
-        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index, .timeindex or .snapshot")
+        raise ValueError(f"{path}: unsupported file type {path.suffix!r}; use .log, .index, .timeindex, .txnindex"
+                         " or .snapshot")
 
 
 def dump_snapshot(path: Path) -> Iterator[str]:
@@ -122,6 +146,9 @@ def dump_snapshot(path: Path) -> Iterator[str]:
         raise ValueError(f"{path}: not a producer-state snapshot (wrong version, size or CRC-32C)")
     for pid, epoch, last_seq, last_offset, delta, stamp, coordinator_epoch, txn_first in rows:
         txn = "OptionalLong.empty" if txn_first < 0 else f"OptionalLong[{txn_first}]"
-        yield (f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
-               f"currentTxnFirstOffset: {txn} lastTimestamp: {stamp} firstSequence: {last_seq - delta} "
-               f"lastSequence: {last_seq} lastOffset: {last_offset} offsetDelta: {delta} timestamp: {stamp}")
+        line = (f"producerId: {pid} producerEpoch: {epoch} coordinatorEpoch: {coordinator_epoch} "
+                f"currentTxnFirstOffset: {txn} lastTimestamp: {stamp}")
+        if last_offset >= 0:  # an entry whose epoch a marker bumped has no batch yet: Kafka prints none
+            line += (f" firstSequence: {last_seq - delta} lastSequence: {last_seq} lastOffset: {last_offset} "
+                     f"offsetDelta: {delta} timestamp: {stamp}")
+        yield line

@@ -9,11 +9,16 @@ Runs in the store's loader threads at start-up (`DiskLogStore.open_all`), never 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
+from broker.protocol import records
+from broker.protocol.control import Marker, decode_marker
+from broker.protocol.errors import KafkaApiError
 from broker.storage import checkpoint
 from broker.storage.producer_state import ProducerStateTable
 from broker.storage.segment import Segment
+from broker.storage.txn_index import AbortedTxn
 
 _log = logging.getLogger("broker.storage")
 
@@ -25,7 +30,7 @@ def recover_segments(directory: Path, index_interval: int, clean: bool, recovery
     for stray in directory.glob("*.index"):
         if not stray.with_suffix(".log").exists():
             stray.unlink()  # crash between roll steps: index created, log not
-    for stray in directory.glob("*.timeindex"):
+    for stray in [*directory.glob("*.timeindex"), *directory.glob("*.txnindex")]:
         if not stray.with_suffix(".log").exists():
             stray.unlink()
     bases = sorted(int(p.stem) for p in directory.glob("*.log") if p.stem.isdigit())
@@ -65,12 +70,42 @@ def load_epochs(path: Path, unclean: bool, log_end_offset: int) -> list[tuple[in
     return [(e, o) for e, o in epochs if o < log_end_offset]
 
 
-def load_producers(directory: Path, segments: list[Segment], log_end_offset: int) -> ProducerStateTable:
-    """The newest snapshot at or below the log end, then every batch after it."""
+def load_producers(directory: Path, segments: list[Segment], log_end_offset: int, *,
+                   rebuild_txn_indexes: bool = False) -> ProducerStateTable:
+    """The newest snapshot at or below the log end, then every batch after it.
+
+    `rebuild_txn_indexes` (opening the log): the `.txnindex` entries of markers from the snapshot's offset on
+    are rebuilt by this replay, as Kafka's `LogSegment.recover` rebuilds them with the producer state. Entries
+    below it were written before the clean shutdown that wrote the snapshot (which flushed them) and are kept;
+    after a clean shutdown the snapshot is at the log end, so every file is trusted as it is."""
     table, offset = ProducerStateTable.load(directory, log_end_offset)
     for segment in segments:
-        if segment.next_offset > offset:
-            for header in segment.batches():
-                if header.base_offset + header.last_offset_delta >= offset:
-                    table.update(header)
+        if segment.next_offset <= offset:
+            continue
+        kept = [e for e in segment.txn_index.entries if e.last_offset < offset]
+        # An abort whose transaction began before the replay's start (no snapshot, and segments deleted by
+        # retention) completes nothing in the replayed state: its entry on disk is all that is left of it.
+        on_disk = {e.last_offset: e for e in segment.txn_index.entries if e.last_offset >= offset}
+        rebuilt: list[AbortedTxn] = []
+        for header in segment.batches():
+            if header.base_offset + header.last_offset_delta < offset:
+                continue
+            marker = _marker(segment, header) if header.is_control and header.producer_id >= 0 else None
+            aborted = table.update(header, marker)
+            known = on_disk.get(header.base_offset)
+            if aborted is None and marker is not None and not marker.commit and known is not None \
+                    and known.producer_id == header.producer_id:
+                aborted = known
+            if aborted is not None:
+                rebuilt.append(aborted)
+        if rebuild_txn_indexes:
+            segment.txn_index.replace(kept + rebuilt)
     return table
+
+
+def _marker(segment: Segment, header: records.BatchHeader) -> Marker | None:
+    try:
+        return decode_marker(os.pread(segment.fd, header.length, header.position))
+    except KafkaApiError as exc:  # CRC-valid but not a marker Kafka could write: it ends no transaction
+        _log.warning("recovery: %s: control batch at offset %d ignored: %s", segment.path, header.base_offset, exc)
+        return None

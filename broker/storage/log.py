@@ -23,11 +23,13 @@ from typing import Any, TypeVar
 
 from broker.log_store import AppendResult, FileRange, ReadResult, TimestampOffset
 from broker.protocol import records
-from broker.storage import checkpoint
+from broker.protocol.control import Marker, decode_marker
+from broker.storage import checkpoint, txn_index
 from broker.storage.config import StorageConfig
 from broker.storage.loader import load_epochs, load_producers, recover_segments
 from broker.storage.record_view import iter_records
 from broker.storage.segment import Segment
+from broker.storage.txn_index import AbortedTxn
 from broker.storage.validation import validate_batches
 
 _log = logging.getLogger("broker.storage")
@@ -68,7 +70,7 @@ class DiskPartitionLog:
         self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
         self._start = min(self._start, self.log_end_offset)
         self._epochs = load_epochs(directory / EPOCHS, not clean, self.log_end_offset)
-        self.producers = load_producers(directory, self._segments, self.log_end_offset)
+        self.producers = load_producers(directory, self._segments, self.log_end_offset, rebuild_txn_indexes=True)
         self._unflushed = 0
         self._last_flush = time.monotonic()
         self._closed = False
@@ -115,10 +117,29 @@ class DiskPartitionLog:
     def leader_epochs(self) -> list[tuple[int, int]]:
         return list(self._epochs)
 
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (None: none is open)."""
+        return self.producers.first_unstable_offset()
+
+    @_locked
+    def aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound_offset) (Kafka's
+        `UnifiedLog.collectAbortedTransactions`): from the segment holding `start_offset` on, since a marker
+        at or after it can only be there or later, until an entry's LSO shows no later one can overlap."""
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._segment_for(start_offset):]:
+            entries, complete = txn_index.collect(segment.txn_index.entries, start_offset, upper_bound_offset)
+            found += entries
+            if complete:
+                break
+        return found
+
     # -- append -----------------------------------------------------------------------------
     @_locked
-    def append(self, batch_bytes: bytes, leader_epoch: int) -> AppendResult:
-        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+    def append(self, batch_bytes: bytes, leader_epoch: int, client: bool = True) -> AppendResult:
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes, client)
+        markers = _markers(batch_bytes, headers)  # before anything is written: a bad marker refuses the append
         buffer = bytearray(batch_bytes)
         base = next_offset = self.log_end_offset
         append_time = int(time.time() * 1000) if self.config.timestamp_type_log_append else -1
@@ -137,8 +158,7 @@ class DiskPartitionLog:
         active = self._segments[-1]
         # headers are relative to the slice they came from; shift them to their place in `buffer`
         active.append(buffer, [_at(h, g.position) for h, g in zip(patched, headers, strict=True)])
-        for header in patched:
-            self.producers.update(header)
+        self._update_producers(active, patched, markers)
         self._unflushed += next_offset - base
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, append_time, self._start)
@@ -147,7 +167,8 @@ class DiskPartitionLog:
     def append_replicated(self, batch_bytes: bytes) -> AppendResult:
         """A follower's append (Kafka's `UnifiedLog.appendAsFollower`): the leader's batches byte for byte,
         with the offsets, leader epochs and append times the leader gave them. They must continue this log."""
-        headers = validate_batches(batch_bytes, self.config.max_message_bytes)
+        headers = validate_batches(batch_bytes, self.config.max_message_bytes, client=False)
+        markers = _markers(batch_bytes, headers)
         base = next_offset = self.log_end_offset
         for header in headers:
             if header.base_offset != next_offset:
@@ -163,11 +184,19 @@ class DiskPartitionLog:
         if new_epochs:
             checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
         self._segments[-1].append(batch_bytes, headers)
-        for header in headers:
-            self.producers.update(header)
+        self._update_producers(self._segments[-1], headers, markers)
         self._unflushed += next_offset - base
         self._maybe_flush()
         return AppendResult(base, next_offset - 1, -1, self._start)
+
+    def _update_producers(self, active: Segment, headers: list[records.BatchHeader],
+                          markers: dict[int, Marker]) -> None:
+        """Producer state, and the aborted transactions into the segment holding their ABORT markers (the active
+        one: the appended batches are all there)."""
+        for index, header in enumerate(headers):
+            aborted = self.producers.update(header, markers.get(index))
+            if aborted is not None:
+                active.txn_index.append(aborted)
 
     def _maybe_roll(self, incoming: int) -> None:
         active = self._segments[-1]
@@ -336,6 +365,7 @@ class DiskPartitionLog:
         cut = segment.position_of(offset)
         if cut is not None:
             segment.truncate_to_position(cut[0])
+        segment.txn_index.truncate_to(self.log_end_offset)  # aborts whose markers are gone: open again below
         self._start = min(self._start, self.log_end_offset)
         self._epochs = [(e, o) for e, o in self._epochs if o < self.log_end_offset]
         self.producers = load_producers(self.directory, self._segments, self.log_end_offset)
@@ -369,6 +399,12 @@ class DiskPartitionLog:
         for segment in self._segments:
             segment.close()
         checkpoint.write_atomic(self.directory / CLEAN_SHUTDOWN, "")
+
+
+def _markers(data: bytes | bytearray | memoryview, headers: list[records.BatchHeader]) -> dict[int, Marker]:
+    """The decoded markers of the control batches among `headers`, by index; INVALID_RECORD for a malformed one."""
+    return {index: decode_marker(memoryview(data)[h.position : h.position + h.length])
+            for index, h in enumerate(headers) if h.is_control and h.producer_id >= 0}
 
 
 def _at(header: records.BatchHeader, position: int) -> records.BatchHeader:

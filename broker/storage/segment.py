@@ -1,4 +1,4 @@
-"""One segment: `<20-digit base>.log` plus its `.index` and `.timeindex`."""
+"""One segment: `<20-digit base>.log` plus its `.index`, `.timeindex` and (once it has an entry) `.txnindex`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import crc32c
 from broker.protocol import records
 from broker.storage.offset_index import OffsetIndex
 from broker.storage.time_index import TimeIndex
+from broker.storage.txn_index import TransactionIndex
 
 _log = logging.getLogger("broker.storage")
 
@@ -107,6 +108,8 @@ class Segment:
         self._had_indexes = all(stem.with_suffix(suffix).exists() for suffix in (".index", ".timeindex"))
         self.index = OffsetIndex(directory / f"{segment_name(base_offset)}.index", base_offset)
         self.time_index = TimeIndex(directory / f"{segment_name(base_offset)}.timeindex", base_offset)
+        # Entries are added by the log (they need the partition's producer state), and rebuilt by its loader.
+        self.txn_index = TransactionIndex(directory / f"{segment_name(base_offset)}.txnindex")
         self.index_interval = index_interval
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -208,6 +211,7 @@ class Segment:
             self._file = None
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def append(self, data: bytes | bytearray, headers: list[records.BatchHeader]) -> None:
         start = self.size
@@ -248,6 +252,7 @@ class Segment:
             self._file.flush()
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush(fsync)
         if fsync:
             os.fsync(self.fd)  # the read descriptor reaches the same file: what was written gets to disk
 
@@ -256,5 +261,5 @@ class Segment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.path, self.index.path, self.time_index.path):
+        for path in (self.path, self.index.path, self.time_index.path, self.txn_index.path):
             path.unlink(missing_ok=True)

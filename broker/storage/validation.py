@@ -10,8 +10,13 @@ from broker.storage import codecs
 from broker.storage.record_view import iter_records
 
 
-def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: int) -> list[records.BatchHeader]:
-    """Every batch header, or KafkaApiError (CORRUPT_MESSAGE / INVALID_RECORD / MESSAGE_TOO_LARGE)."""
+def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: int,
+                     client: bool = True) -> list[records.BatchHeader]:
+    """Every batch header, or KafkaApiError (CORRUPT_MESSAGE / INVALID_RECORD / MESSAGE_TOO_LARGE).
+
+    `client`: the batches come from a producer (Kafka's AppendOrigin.CLIENT), so a producer id needs a
+    sequence. The coordinators' own batches (TxnOffsetCommit offsets) and a follower's copies carry a
+    producer id without one, as Kafka writes them."""
     if len(data) == 0:
         raise KafkaApiError(ErrorCode.corrupt_message, "empty record set: send at least one RecordBatch")
     headers = list(records.iter_batches(data))
@@ -30,7 +35,12 @@ def validate_batches(data: bytes | bytearray | memoryview, max_message_bytes: in
             )
         if header.compression:
             _check_compressed(bytes(data[header.position : header.position + header.length]), header)
-        if header.producer_id >= 0 and (header.producer_epoch < 0 or header.base_sequence < 0):
+        if header.is_control:
+            if not header.is_transactional or header.producer_id < 0 or header.producer_epoch < 0:
+                raise KafkaApiError(ErrorCode.invalid_record,
+                                    "control batch must be transactional, with a producer id and epoch")
+            continue  # a transaction marker takes no sequence number (base sequence -1)
+        if client and header.producer_id >= 0 and (header.producer_epoch < 0 or header.base_sequence < 0):
             raise KafkaApiError(
                 ErrorCode.invalid_record,
                 f"idempotent batch (producerId {header.producer_id}) needs producerEpoch and baseSequence >= 0",

@@ -1,5 +1,11 @@
 """Deliver Messages with confluent-kafka: idempotent, acknowledged per message, bounded memory.
 
+With `transactional-id` in the sink URI every source transaction is one Kafka transaction: the first batch
+after a boundary begins it, `transaction_done` commits it, and its batches are acknowledged (so the
+checkpoint moves) only after the commit. A new instance's init_transactions fences an older one and aborts
+whatever it left open, so after a crash read_committed consumers never see half a source transaction.
+Cost: one commit (EndTxn, a marker per partition written to) per source transaction: docs/benchmarks.md.
+
 Delivery reports drive acknowledgement, one callback per batch; the sending thread serves them after
 each batch and a poll thread while the sender is idle, so `send_batch` never waits on the network
 except when the in-flight memory quota is full. librdkafka's own retries are bounded by
@@ -45,6 +51,9 @@ def producer_settings(config: KafkaSinkConfig, message_limit: int, delivery_time
             "queue.buffering.max.kbytes": 1_048_576,
         }
     )
+    if config.transactional_id:
+        settings["transactional.id"] = config.transactional_id
+        settings["enable.idempotence"] = True
     return settings
 
 
@@ -116,6 +125,14 @@ class KafkaSink:
         self.message_limit = message_limit or config.max_message_bytes
         self.memory_quota = memory_quota
         self._producer = Producer(producer_settings(config, self.message_limit, delivery_timeout_ms))
+        self._transactional = bool(config.transactional_id)
+        self._in_transaction = False
+        self._uncommitted: list[BatchCallback] = []  # acknowledgements held until the commit
+        if self._transactional:
+            try:
+                self._producer.init_transactions(max(delivery_timeout_ms, 10_000) / 1000)
+            except KafkaException as exc:
+                raise classify(exc.args[0]) from None
         self._lock = threading.Lock()
         self._report_lock = threading.Lock()
         self._in_flight_bytes = 0
@@ -161,6 +178,11 @@ class KafkaSink:
                         self._in_flight += len(batch.messages)
                         break
                 producer.poll(0.05)  # serve reports here: acknowledgements free the quota
+            if self._transactional:
+                if not self._in_transaction:
+                    self._producer.begin_transaction()
+                    self._in_transaction = True
+                on_ack = self._hold(on_ack)
             report = _BatchAck(self, batch, on_ack).report
             produce = producer.produce
             for message in batch.messages:
@@ -186,6 +208,40 @@ class KafkaSink:
         finally:
             self._last_sent = time.monotonic()
             self._sending = False
+
+    def _hold(self, on_ack: BatchCallback) -> BatchCallback:
+        """A transactional batch's acknowledgement: errors at once, success only at the commit."""
+        def report(error: SinkError | None) -> None:
+            if error is not None:
+                on_ack(error)
+            else:
+                with self._report_lock:
+                    self._uncommitted.append(on_ack)
+        return report
+
+    def transaction_done(self) -> None:
+        if not self._transactional or not self._in_transaction:
+            return
+        producer = self._producer
+        self._in_transaction = False
+        try:
+            producer.commit_transaction()  # flushes first: every delivery report is served before it returns
+        except KafkaException as exc:
+            error = classify(exc.args[0])
+            log.warning("committing the Kafka transaction failed (%s); aborting it", error)
+            try:
+                producer.abort_transaction()
+            except KafkaException as abort_error:
+                log.warning("aborting the Kafka transaction failed too: %s", abort_error.args[0])
+            self._acknowledge(DeliveryError(f"Kafka transaction not committed: {error}", retriable=True))
+            return
+        self._acknowledge(None)
+
+    def _acknowledge(self, error: SinkError | None) -> None:
+        with self._report_lock:
+            held, self._uncommitted = self._uncommitted, []
+        for on_ack in held:
+            on_ack(error)
 
     def _release(self, size: int, count: int) -> None:
         with self._lock:

@@ -14,6 +14,7 @@ from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnReques
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTopic as AddTopicV5
 from kio.schema.add_partitions_to_txn.v5.request import AddPartitionsToTxnTransaction
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
+from kio.schema.end_txn.v1.request import EndTxnRequest as EndTxnRequestV1
 from kio.schema.end_txn.v5.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
@@ -52,27 +53,46 @@ def test_old_produce_versions_get_unsupported_version_not_a_dropped_connection(
         assert len(data) == 10 + length + 18 + (8 if version >= 2 else 0) + (4 if version >= 1 else 0)
 
 
-def test_transactional_apis_answer_a_clean_error(broker: BrokerProcess, topic_name: str) -> None:
+def test_transactional_apis_check_ids_epochs_and_partitions(broker: BrokerProcess, topic_name: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    txn = f"raw-{topic_name}"
     _, init = roundtrip(broker.port, 22, 4, InitProducerIdRequest(
-        transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1,
+        transactional_id=txn, transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1,
         producer_epoch=-1))  # fmt: skip
-    assert init.error_code == ErrorCode.transactional_id_authorization_failed
-    _, old = roundtrip(broker.port, 24, 3, AddPartitionsV3(
-        v3_and_below_transactional_id="tx", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
-        v3_and_below_topics=(AddTopicV3(name=topic_name, partitions=(0, 1)),)))  # fmt: skip
-    results = old.results_by_topic_v3_and_below[0].results_by_partition
-    assert [r.partition_error_code for r in results] == [ErrorCode.transactional_id_authorization_failed] * 2
-    _, new = roundtrip(broker.port, 24, 5, AddPartitionsV5(transactions=(AddPartitionsToTxnTransaction(
-        transactional_id="tx", producer_id=1, producer_epoch=0, verify_only=False,
-        topics=(AddTopicV5(name=topic_name, partitions=(0,)),)),)))  # fmt: skip
-    assert new.results_by_transaction[0].topic_results[0].results_by_partition[0].partition_error_code == 53
-    _, end = roundtrip(broker.port, 26, 5, EndTxnRequest(transactional_id="tx", producer_id=1, producer_epoch=0,
-                                                         committed=True))
-    assert end.error_code == ErrorCode.transactional_id_authorization_failed
-    _, listed = roundtrip(broker.port, 66, 1, ListTransactionsRequest(state_filters=("Ongoing", "Bogus"),
-                                                                      producer_id_filters=()))
-    assert listed.error_code == ErrorCode.none and listed.transaction_states == ()
-    assert listed.unknown_state_filters == ("Bogus",)
+    assert init.error_code == ErrorCode.none and init.producer_epoch == 0
+    pid = init.producer_id
+    _, too_long = roundtrip(broker.port, 22, 4, InitProducerIdRequest(
+        transactional_id=txn, transaction_timeout=datetime.timedelta(hours=1), producer_id=-1,
+        producer_epoch=-1))  # fmt: skip
+    assert too_long.error_code == ErrorCode.invalid_transaction_timeout  # over transaction.max.timeout.ms
+    _, unknown = roundtrip(broker.port, 24, 3, AddPartitionsV3(
+        v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=(AddTopicV3(name=topic_name, partitions=(0, 7)),)))  # fmt: skip
+    codes = [r.partition_error_code for r in unknown.results_by_topic_v3_and_below[0].results_by_partition]
+    assert codes == [ErrorCode.operation_not_attempted, ErrorCode.unknown_topic_or_partition]
+    _, added = roundtrip(broker.port, 24, 3, AddPartitionsV3(
+        v3_and_below_transactional_id=txn, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=(AddTopicV3(name=topic_name, partitions=(0,)),)))  # fmt: skip
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == ErrorCode.none
+    _, verified = roundtrip(broker.port, 24, 5, AddPartitionsV5(transactions=(AddPartitionsToTxnTransaction(
+        transactional_id=txn, producer_id=pid, producer_epoch=0, verify_only=True,
+        topics=(AddTopicV5(name=topic_name, partitions=(0, 1)),)),)))  # fmt: skip
+    results = verified.results_by_transaction[0].topic_results[0].results_by_partition
+    assert [r.partition_error_code for r in results] == [ErrorCode.none, ErrorCode.invalid_txn_state]
+    _, stale = roundtrip(broker.port, 26, 1, EndTxnRequestV1(transactional_id=txn, producer_id=pid,
+                                                             producer_epoch=-1, committed=True))
+    assert stale.error_code == ErrorCode.invalid_producer_epoch  # PRODUCER_FENCED, as v1 clients know it
+    _, wrong_id = roundtrip(broker.port, 26, 5, EndTxnRequest(transactional_id=txn, producer_id=pid + 1,
+                                                              producer_epoch=0, committed=True))
+    assert wrong_id.error_code == ErrorCode.invalid_producer_id_mapping
+    _, end = roundtrip(broker.port, 26, 5, EndTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=0,
+                                                         committed=False))
+    assert end.error_code == ErrorCode.none
+    _, listed = roundtrip(broker.port, 66, 1, ListTransactionsRequest(state_filters=("CompleteAbort", "Bogus"),
+                                                                      producer_id_filters=(pid,)))
+    assert listed.error_code == ErrorCode.none and listed.unknown_state_filters == ("Bogus",)
+    assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [(txn, "CompleteAbort")]
 
 
 def test_offset_for_leader_epoch_answers_epoch_zero_to_the_log_end(broker: BrokerProcess, topic_name: str) -> None:

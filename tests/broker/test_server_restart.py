@@ -111,3 +111,58 @@ def test_restart_keeps_topics_data_offsets_and_producer_state(tmp_path: Path, ho
         assert _new_producer_id(broker) > issued
     finally:
         broker.stop()
+
+
+def _read_committed(broker: OwnBroker, topic: str, seconds: float = 3.0) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"rc-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        message = consumer.poll(0.3)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    return values
+
+
+def test_kill_9_keeps_open_transactions_and_times_them_out_after_restart(tmp_path: Path) -> None:
+    """An open transaction survives kill -9 (producer state snapshots + replay, __transaction_state): its
+    records stay invisible to read_committed consumers until its producer commits, and one whose producer
+    never comes back is aborted when its timeout passes on the restarted broker."""
+    broker = OwnBroker(tmp_path, {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"})
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("txn", 1, 1)])["txn"].result(10)
+        survivor = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "survivor"})
+        survivor.init_transactions(30)
+        survivor.begin_transaction()
+        survivor.produce("txn", b"kept")
+        survivor.flush(10)
+        abandoned = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "abandoned",
+                              "transaction.timeout.ms": 20000, "message.timeout.ms": 20000})
+        abandoned.init_transactions(30)
+        abandoned.begin_transaction()
+        abandoned.produce("txn", b"dropped")
+        abandoned.flush(10)
+        _stop(broker, "kill")
+        broker.start()
+        assert _read_committed(broker, "txn") == []  # both transactions still open after the restart
+        survivor.commit_transaction(60)  # the restarted coordinator knows it and its partition
+        assert _read_committed(broker, "txn") == [b"kept"]
+        # The abandoned transaction holds the last stable offset at its first record until its timeout aborts it.
+        probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "probe-txn",
+                          "isolation.level": "read_committed"})
+        stable: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and stable[-1:] != [4]:
+            stable.append(probe.get_watermark_offsets(TopicPartition("txn", 0), timeout=10, cached=False)[1])
+            time.sleep(0.5)
+        probe.close()
+        assert stable[0] == 1 and stable[-1] == 4, stable  # 2 records + 2 markers, all stable
+        assert _read_committed(broker, "txn") == [b"kept"]
+    finally:
+        broker.stop()

@@ -92,3 +92,31 @@ def _stream_available_now(spark: Any, broker: BrokerProcess, topic: str, **optio
     query.awaitTermination(120)
     assert query.exception() is None
     return spark.table(name)
+
+
+def test_read_committed_skips_aborted_transactions(spark: Any, broker: BrokerProcess, topic_name: str) -> None:
+    """Spark's Kafka source with kafka.isolation.level=read_committed: aborted records never appear, and the
+    batch ends at the last stable offset while a transaction is open (the Java consumer inside Spark)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(10)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"spark-{topic_name}"})
+    producer.init_transactions(30)
+    for name, commit in (("kept", True), ("dropped", False), ("also", True)):
+        producer.begin_transaction()
+        for index in range(6):
+            producer.produce(topic_name, f"{name}-{index}".encode(), partition=index % 2)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"open-0", partition=0)
+    producer.flush(10)
+    # Spark's batch read with endingOffsets=latest asks the consumer's (read_committed) end offsets.
+    committed = _reader(spark, broker, topic_name, startingOffsets="earliest", endingOffsets="latest",
+                        **{"kafka.isolation.level": "read_committed"})
+    assert _values(committed) == sorted(f"{n}-{i}" for n in ("kept", "also") for i in range(6))
+    producer.commit_transaction(30)
+    after = _reader(spark, broker, topic_name, startingOffsets="earliest", endingOffsets="latest",
+                    **{"kafka.isolation.level": "read_committed"})
+    assert _values(after) == sorted([*(f"{n}-{i}" for n in ("kept", "also") for i in range(6)), "open-0"])

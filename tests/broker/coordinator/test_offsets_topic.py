@@ -49,7 +49,7 @@ def test_store_journals_before_memory_and_replays_with_tombstones() -> None:
     store.delete_group("h")
     store.commit("g", "t", 0, CommittedOffset(9, 0, "later"))
     replayed = OffsetStore()
-    assert replay(log, replayed.load, lambda group, value: None) == 5
+    assert replay(log, replayed, lambda group, value: None) == 5
     assert replayed.fetch("g", "t", 0) == CommittedOffset(9, 0, "later")
     assert replayed.fetch("g", "t", 1) == CommittedOffset(7, -1, None)
     assert replayed.groups() == ["g"]
@@ -74,9 +74,9 @@ def test_group_metadata_records_round_trip_through_a_partition_log() -> None:
         StoredMember("m-2", "static-2", "client-b", "/127.0.0.1", 60_000, 6_000, b"", b"\x01"),
     ))
     seen: list[tuple[str, GroupMetadataValue | None]] = []
-    applied = apply_batch(encode_group_batch("g", value, 1_700_000_000_000), lambda *a: None,
+    applied = apply_batch(encode_group_batch("g", value, 1_700_000_000_000), OffsetStore(),
                           lambda group, v: seen.append((group, v)))
-    applied += apply_batch(encode_group_batch("g", None, 1_700_000_000_001), lambda *a: None,
+    applied += apply_batch(encode_group_batch("g", None, 1_700_000_000_001), OffsetStore(),
                            lambda group, v: seen.append((group, v)))
     assert applied == 2
     assert seen == [("g", value), ("g", None)]

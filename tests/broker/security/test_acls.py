@@ -248,3 +248,32 @@ def test_describe_topic_partitions_shows_only_what_the_caller_may_describe(secur
     grant(secure_broker, acl(principal, ResourceType.TOPIC, topic, AclOperation.DESCRIBE))
     assert _describe_topic_partitions(secure_broker, [topic, missing]) == [(topic, 0, 1), (missing, taf, 0)]
     assert _describe_topic_partitions(secure_broker, []) == [(topic, 0, 1)]  # every topic: the describable ones
+
+
+def test_transactions_need_write_on_the_transactional_id_and_the_topics(
+        secure_broker: SecureBroker, alice: tuple[str, dict[str, Any]]) -> None:
+    """Kafka's rules: InitProducerId/EndTxn need WRITE on the transactional id, AddPartitionsToTxn also WRITE
+    on each topic; with both, the transaction commits (same test against Kafka with LAKEFEED_SECURITY_IMPL)."""
+    name, config = alice
+    topic, txn = f"acl-{uuid.uuid4().hex[:6]}", f"tx-{uuid.uuid4().hex[:6]}"
+    _create_topic(secure_broker, topic)
+    producer = Producer({**config, "transactional.id": txn, "log_level": 0})
+    with pytest.raises(KafkaException) as caught:
+        producer.init_transactions(15)
+    assert caught.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, caught.value
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TRANSACTIONAL_ID, txn, AclOperation.WRITE))
+    producer = Producer({**config, "transactional.id": txn, "log_level": 0})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    reports: list[KafkaError | None] = []
+    producer.produce(topic, b"v", on_delivery=lambda err, msg: reports.append(err))
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(15)  # the partition could not be added to the transaction
+    producer.poll(0)
+    assert reports and reports[0] is not None and reports[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, reports
+    grant(secure_broker, acl(f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE))
+    producer = Producer({**config, "transactional.id": txn, "log_level": 0})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"v")
+    producer.commit_transaction(30)

@@ -29,17 +29,19 @@ def _bytes(value: bytes | None) -> bytes:
 def record_batch(
     entries: list[tuple[bytes | None, bytes | None]], base_timestamp: int = 1_700_000_000_000,
     producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1, compression: str = "none",
+    transactional: bool = False,
 ) -> bytes:
     """`entries` are (key, value); record i gets timestamp base_timestamp + i. `compression`: none, gzip,
-    snappy (raw, as librdkafka writes it), xerial (snappy framed as the Java producer writes it), lz4, zstd."""
+    snappy (raw, as librdkafka writes it), xerial (snappy framed as the Java producer writes it), lz4, zstd.
+    `transactional` sets the batch's transactional attribute (0x10)."""
     body = bytearray()
     for i, (key, value) in enumerate(entries):
         record = b"\x00" + _varint(i) + _varint(i) + _bytes(key) + _bytes(value) + _varint(0)
         body += _varint(len(record)) + record
     codec, section = _compress(compression, bytes(body))
     after_crc = struct.pack(
-        ">hiqqqhii", codec, len(entries) - 1, base_timestamp, base_timestamp + len(entries) - 1,
-        producer_id, producer_epoch, base_sequence, len(entries),
+        ">hiqqqhii", codec | (0x10 if transactional else 0), len(entries) - 1, base_timestamp,
+        base_timestamp + len(entries) - 1, producer_id, producer_epoch, base_sequence, len(entries),
     ) + section
     crc = crc32c.crc32c(after_crc)
     length = 4 + 1 + 4 + len(after_crc)

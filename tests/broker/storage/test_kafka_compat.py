@@ -19,6 +19,7 @@ from broker.storage.log import DiskPartitionLog
 from lakefeed_testing.kafka_reference import KafkaReference, run_kafka_tool
 from tests.broker.storage.batches import record_batch
 from tests.broker.storage.test_log import read_bytes
+from tests.broker.storage.test_transactions import A, B, abort, commit, plain, txn
 
 pytestmark = pytest.mark.integration
 
@@ -154,3 +155,23 @@ def test_our_producer_snapshots_are_read_by_kafka_and_dumped_identically(kafka: 
     for fact in ("producerEpoch: 2", "lastSequence: 5", "lastOffset: 8", "offsetDelta: 2", "timestamp: 1600000000005"):
         assert fact in seven, seven
     assert our_dump([snapshot]) == kafka_dump([snapshot])
+
+
+def test_our_transaction_files_are_dumped_identically_by_kafka(tmp_path: Path) -> None:
+    """Markers in the log, the .txnindex and a snapshot with an open transaction and a bumped epoch: only
+    Kafka's tool is needed (run_kafka_tool fetches its jars), not a reference broker."""
+    log = DiskPartitionLog(tmp_path, StorageConfig())
+    for data in (txn(A, 0, 2), txn(B, 0), plain(), abort(A, coordinator_epoch=4), txn(A, 2),
+                 commit(B, coordinator_epoch=4), abort(A, epoch=1, coordinator_epoch=5), txn(B, 1)):
+        log.append(data, leader_epoch=2)
+    log.close()
+    files = [tmp_path / f"{0:020d}.log", tmp_path / f"{0:020d}.txnindex", tmp_path / f"{9:020d}.snapshot"]
+    kafka_lines = kafka_dump(files, "--print-data-log")
+    assert "| offset: 4 CreateTime: 1700000000000 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker:" \
+        " ABORT coordinatorEpoch: 4" in kafka_lines
+    assert "version: 0 producerId: 7 firstOffset: 0 lastOffset: 4 lastStableOffset: 2" in kafka_lines
+    assert "version: 0 producerId: 7 firstOffset: 5 lastOffset: 7 lastStableOffset: 8" in kafka_lines
+    assert any(line.startswith("producerId: 8 ") and "currentTxnFirstOffset: OptionalLong[8]" in line
+               for line in kafka_lines), kafka_lines
+    assert our_dump(files, "--print-data-log") == kafka_lines
+    assert our_dump(files, "--deep-iteration") == kafka_dump(files, "--deep-iteration")
