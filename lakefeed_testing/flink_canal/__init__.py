@@ -40,7 +40,7 @@ class Decoded:
 
 def ensure_flink_libs() -> Path:
     """The directory with flink-json and its runtime jars; downloaded on first use."""
-    return copy_dependencies(POM, cache_dir() / f"flink-{FLINK_VERSION}" / "libs", f"Flink {FLINK_VERSION}")
+    return copy_dependencies(POM, cache_dir() / f"flink-{FLINK_VERSION}", f"Flink {FLINK_VERSION}")
 
 
 def _tool(name: str, package: str) -> str:

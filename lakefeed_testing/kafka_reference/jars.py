@@ -17,7 +17,7 @@ KAFKA_VERSION = _VERSION.group(1)
 
 def ensure_kafka_libs() -> Path:
     """The directory holding every jar the Kafka broker and tools need; downloaded on first use."""
-    return copy_dependencies(POM, cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs", f"Kafka {KAFKA_VERSION}")
+    return copy_dependencies(POM, cache_dir() / f"kafka-{KAFKA_VERSION}", f"Kafka {KAFKA_VERSION}")
 
 
 def java_command(main_class: str, *, heap: str = "256m") -> list[str]:

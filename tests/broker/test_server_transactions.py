@@ -21,6 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing.kafka_reference import run_kafka_tool
 
+pytestmark = pytest.mark.integration  # `target` asks for `broker` or `kafka` at run time: not seen by the hooks
+
 
 @dataclass(frozen=True)
 class Target:
