@@ -16,7 +16,9 @@ command -v mvn >/dev/null 2>&1 || missing+=(maven)
 # the console's browser test (tests/changefeed/lifecycle/test_console_browser.py) drives Debian's Chromium
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
-if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])'; then
+# javac: the Kafka Streams app of tests/broker/test_kafka_streams_eos.py is compiled on first use
+if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])' \
+    || ! command -v javac >/dev/null 2>&1; then
   missing+=(openjdk-17-jdk-headless)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
