@@ -9,9 +9,7 @@ cluster is involved: the format is a plain DeserializationSchema.
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -19,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lakefeed_testing.errors import ServiceError
+from lakefeed_testing.java import compiled, java_tool
 from lakefeed_testing.maven import copy_dependencies
 from lakefeed_testing.paths import cache_dir
 
@@ -43,30 +42,11 @@ def ensure_flink_libs() -> Path:
     return copy_dependencies(POM, cache_dir() / f"flink-{FLINK_VERSION}", f"Flink {FLINK_VERSION}")
 
 
-def _tool(name: str, package: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise ServiceError(f"`{name}` (Java 17) is needed for Flink's canal-json format: `apt-get install {package}`")
-    return path
+_PURPOSE = "Flink's canal-json format"
 
 
 def _compiled(libs: Path) -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    classes = cache_dir() / f"flink-{FLINK_VERSION}" / f"classes-{digest}"
-    if (classes / "DecodeCanalJson.class").exists():
-        return classes
-    staging = Path(tempfile.mkdtemp(dir=classes.parent))
-    result = subprocess.run([_tool("javac", "openjdk-17-jdk-headless"), "-d", str(staging), "-cp", f"{libs}/*",
-                             str(SOURCE)], capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ServiceError(f"javac could not compile {SOURCE.name} against Flink {FLINK_VERSION}:\n"
-                           f"{result.stderr[-3000:]}")
-    if classes.exists():  # compiled meanwhile by another run
-        shutil.rmtree(staging, ignore_errors=True)
-    else:
-        staging.rename(classes)
-    return classes
+    return compiled(SOURCE, libs, cache_dir() / f"flink-{FLINK_VERSION}", "DecodeCanalJson", _PURPOSE)
 
 
 def decode(messages: Sequence[bytes], row_type: str, *, ignore_parse_errors: bool = False) -> list[Decoded]:
@@ -78,8 +58,8 @@ def decode(messages: Sequence[bytes], row_type: str, *, ignore_parse_errors: boo
         feed.writelines(base64.b64encode(m).decode() + "\n" for m in messages)
         feed.flush()
         result = subprocess.run(
-            [_tool("java", "openjdk-17-jre-headless"), "-Xmx256m", "-cp", f"{classes}:{libs}/*", "DecodeCanalJson",
-             row_type, str(ignore_parse_errors).lower(), feed.name],
+            [java_tool("java", "openjdk-17-jre-headless", _PURPOSE), "-Xmx256m", "-cp", f"{classes}:{libs}/*",
+             "DecodeCanalJson", row_type, str(ignore_parse_errors).lower(), feed.name],
             capture_output=True, text=True, timeout=300,
         )
     if result.returncode != 0:

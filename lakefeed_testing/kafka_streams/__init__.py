@@ -6,15 +6,13 @@ is compiled once with javac into the cache, keyed by its digest."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 from lakefeed_testing.errors import ServiceError
+from lakefeed_testing.java import compiled, java_tool
 from lakefeed_testing.kafka_reference import KAFKA_VERSION, ensure_kafka_libs
 from lakefeed_testing.paths import cache_dir
 from lakefeed_testing.processes import stop_process
@@ -23,32 +21,12 @@ SOURCE = Path(__file__).with_name("WordCount.java")
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
-def _tool(name: str, package: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise ServiceError(f"`{name}` (Java 17) is needed for Kafka Streams: `apt-get install {package}`")
-    return path
+_PURPOSE = "Kafka Streams"
 
 
 def compiled_word_count(libs: Path) -> Path:
     """The directory holding WordCount.class, compiled against `libs` on first use."""
-    digest = hashlib.sha256(SOURCE.read_bytes() + str(libs).encode()).hexdigest()[:16]
-    classes = cache_dir() / f"kafka-{KAFKA_VERSION}" / f"streams-classes-{digest}"
-    if (classes / "WordCount.class").exists():
-        return classes
-    classes.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=classes.parent, prefix=".staging-"))
-    result = subprocess.run([_tool("javac", "openjdk-17-jdk-headless"), "-d", str(staging), "-cp", f"{libs}/*",
-                             str(SOURCE)], capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise ServiceError(f"javac could not compile {SOURCE.name} against Kafka {KAFKA_VERSION}:\n"
-                           f"{result.stderr[-3000:]}")
-    if classes.exists():  # compiled meanwhile by another run
-        shutil.rmtree(staging, ignore_errors=True)
-    else:
-        staging.rename(classes)
-    return classes
+    return compiled(SOURCE, libs, cache_dir() / f"kafka-{KAFKA_VERSION}" / "streams", "WordCount", _PURPOSE)
 
 
 class WordCountApp:
@@ -66,7 +44,7 @@ class WordCountApp:
     def start(self, state_dir: Path) -> None:
         libs = ensure_kafka_libs()
         classes = compiled_word_count(libs)
-        command = [_tool("java", "openjdk-17-jre-headless"), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
+        command = [java_tool("java", "openjdk-17-jre-headless", _PURPOSE), f"-Xmx{self.heap}", "-XX:+UseSerialGC",
                    "-XX:TieredStopAtLevel=1", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
                    "-cp", f"{classes}:{libs}/*", "WordCount", *self.args, str(state_dir)]
         with self.log_path.open("ab") as log:

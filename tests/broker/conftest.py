@@ -59,6 +59,31 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         stop_process(process)
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a client test runs: our broker, or Apache Kafka 4.3 (the reference the same assertions must hold
+    for)."""
+
+    name: str
+    bootstrap: str
+    log_path: Path | None = None  # our broker's log, shown when a client program fails
+
+    def log_tail(self, chars: int = 6000) -> str:
+        if self.log_path is None:
+            return ""
+        return "\n--- broker.log (tail) ---\n" + self.log_path.read_text(errors="replace")[-chars:]
+
+
+@pytest.fixture(params=["lakefeed", "kafka"])
+def target(request: pytest.FixtureRequest) -> Target:
+    """Each test using it runs twice: against our broker and against the Kafka reference."""
+    if request.param == "lakefeed":
+        broker = request.getfixturevalue("broker")
+        return Target("lakefeed", broker.bootstrap, broker.log_path)
+    kafka = request.getfixturevalue("kafka")
+    return Target("kafka", f"127.0.0.1:{kafka.port}")
+
+
 @pytest.fixture
 def topic_name() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"

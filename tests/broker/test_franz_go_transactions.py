@@ -17,8 +17,6 @@ import subprocess
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,33 +24,13 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.broker.conftest import Target
+
 PROGRAM_DIR = Path(__file__).parent / "franz_txn"
 pytestmark = pytest.mark.integration
 
 INPUT_RECORDS = 2000
 PARTITIONS = 3
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    bootstrap: str
-    log_path: Path | None  # our broker's log, shown when the program fails
-
-    def log_tail(self, chars: int = 6000) -> str:
-        if self.log_path is None:
-            return ""
-        return "\n--- broker.log (tail) ---\n" + self.log_path.read_text(errors="replace")[-chars:]
-
-
-@pytest.fixture(params=["lakefeed", "kafka"])
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    if request.param == "lakefeed":
-        broker = request.getfixturevalue("broker")
-        yield Target("lakefeed", broker.bootstrap, broker.log_path)
-    else:
-        kafka = request.getfixturevalue("kafka")
-        yield Target("kafka", f"127.0.0.1:{kafka.port}", None)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing.kafka_streams import WordCountApp
+from tests.broker.conftest import Target
 
 pytestmark = pytest.mark.integration
 
@@ -38,22 +39,6 @@ CHUNK = 100
 VOCABULARY = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
               "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor",
               "whiskey", "xray", "yankee", "zulu", "lake", "feed", "kafka", "stream"]
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    bootstrap: str
-
-
-@pytest.fixture(params=["lakefeed", "kafka"])
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    if request.param == "lakefeed":
-        broker = request.getfixturevalue("broker")
-        yield Target("lakefeed", broker.bootstrap)
-    else:
-        kafka = request.getfixturevalue("kafka")
-        yield Target("kafka", f"127.0.0.1:{kafka.port}")
 
 
 @dataclass

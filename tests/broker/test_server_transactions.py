@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -20,24 +18,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing.kafka_reference import run_kafka_tool
+from tests.broker.conftest import Target
 
 pytestmark = pytest.mark.integration  # `target` asks for `broker` or `kafka` at run time: not seen by the hooks
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    bootstrap: str
-
-
-@pytest.fixture(params=["lakefeed", "kafka"])
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    if request.param == "lakefeed":
-        broker = request.getfixturevalue("broker")
-        yield Target("lakefeed", broker.bootstrap)
-    else:
-        kafka = request.getfixturevalue("kafka")
-        yield Target("kafka", f"127.0.0.1:{kafka.port}")
 
 
 def _topic(target: Target, partitions: int = 2) -> str:

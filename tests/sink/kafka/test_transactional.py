@@ -4,7 +4,6 @@ it): read_committed consumers see whole source transactions or nothing. Against 
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +12,11 @@ import pytest
 from confluent_kafka import Consumer
 
 from lakefeed_testing.own_broker import OwnBroker
-from sink.errors import SinkConfigError, SinkError
+from sink.errors import SinkConfigError
 from sink.kafka import KafkaSink, prepare_topic
 from sink.message import Message, MessageBatch
 from sink.uri import parse_sink_uri
+from tests.sink.kafka.test_producer import Acks
 
 
 @pytest.fixture(scope="module")
@@ -34,16 +34,6 @@ def bootstrap(request: pytest.FixtureRequest) -> str:
     if request.param == "lakefeed":
         return str(request.getfixturevalue("own_broker").bootstrap)
     return str(request.getfixturevalue("kafka").bootstrap_servers)
-
-
-class Acks:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.results: list[SinkError | None] = []
-
-    def __call__(self, error: SinkError | None) -> None:
-        with self.lock:
-            self.results.append(error)
 
 
 def _read(bootstrap: str, topic: str, isolation: str, expected: int) -> list[bytes]:
