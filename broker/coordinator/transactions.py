@@ -162,16 +162,21 @@ class TransactionCoordinator:
             txn = await self._write(txn, value, previous_epoch=current.producer_epoch)
             return new_id, new_epoch
 
+    def _current(self, transactional_id: str, producer_id: int, epoch: int) -> Transaction:
+        """The id's transaction, if (producer id, epoch) are its current ones; else Kafka's error."""
+        txn = self._txns.get(transactional_id)
+        fenced = _fenced(transactional_id, producer_id, epoch, txn.value if txn else None)
+        if fenced is not None:
+            raise fenced
+        assert txn is not None
+        return txn
+
     # --- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------------------
     async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                              partitions: Iterable[TopicPartition]) -> None:
         wanted = frozenset(partitions)
         async with self._lock(transactional_id):
-            txn = self._txns.get(transactional_id)
-            fenced = _fenced(transactional_id, producer_id, epoch, txn.value if txn else None)
-            if fenced is not None:
-                raise fenced
-            assert txn is not None
+            txn = self._current(transactional_id, producer_id, epoch)
             current = txn.value
             if current.status in _PREPARED or current.status == TxnStatus.PREPARE_EPOCH_FENCE:
                 raise KafkaApiError(ErrorCode.concurrent_transactions,
@@ -195,11 +200,7 @@ class TransactionCoordinator:
     # --- EndTxn -------------------------------------------------------------------------------------------
     async def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> None:
         async with self._lock(transactional_id):
-            txn = self._txns.get(transactional_id)
-            fenced = _fenced(transactional_id, producer_id, epoch, txn.value if txn else None)
-            if fenced is not None:
-                raise fenced
-            assert txn is not None
+            txn = self._current(transactional_id, producer_id, epoch)
             status = txn.value.status
             wanted = TxnStatus.COMPLETE_COMMIT if commit else TxnStatus.COMPLETE_ABORT
             prepared = TxnStatus.PREPARE_COMMIT if commit else TxnStatus.PREPARE_ABORT
