@@ -113,6 +113,7 @@ def test_exactly_once_v2_word_count_survives_kill_9(target: Target, tmp_path: Pa
     runs = [chunks[len(chunks) * r // (KILLS + 1):len(chunks) * (r + 1) // (KILLS + 1)] for r in range(KILLS + 1)]
     producer = Producer({"bootstrap.servers": target.bootstrap, "acks": "all", "linger.ms": 5})
     committed = Output.open(target, output_topic, output_partitions, "read_committed")
+    live = Output.open(target, output_topic, output_partitions, "read_uncommitted")
     app = WordCountApp(target.bootstrap, f"wc-{name}", input_topic, output_topic, tmp_path / "wordcount.log")
     produced = 0
     started = time.monotonic()
@@ -134,10 +135,15 @@ def test_exactly_once_v2_word_count_survives_kill_9(target: Target, tmp_path: Pa
             before = committed.records()
             _wait(f"run {run}: output to grow", lambda: committed.records() > before + 200,  # noqa: B023
                   app, committed, 90)
+            # Kill inside a transaction: as soon as output of the new input shows uncommitted (the app was idle,
+            # so that output opened a fresh transaction, which stays open for the 1 s commit interval).
+            live.drain(0.1)
+            base = live.records()
             for chunk in run_chunks[half:]:
                 _produce(producer, input_topic, chunk, input_partitions)
                 produced += len(chunk)
-            time.sleep(0.3)
+            _wait(f"run {run}: uncommitted output of the new input", lambda: live.records() > base,  # noqa: B023
+                  app, live, 60)
             app.kill()
         assert produced == LINES
         _wait("every count", lambda: committed.last() == dict(expected), app, committed, 120)
@@ -146,6 +152,7 @@ def test_exactly_once_v2_word_count_survives_kill_9(target: Target, tmp_path: Pa
     finally:
         app.stop()
         committed.consumer.close()
+        live.consumer.close()
 
     over = {word: max(counts) for word, counts in committed.counts.items() if max(counts) > expected[word]}
     assert not over, f"{target.name}: counts above the input's ({dict(expected)}): {over}"
