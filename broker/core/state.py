@@ -163,15 +163,15 @@ class BrokerState:
         end = self.partitions.log(topic, tp[1]).log_end_offset
         await self.role.wait_for_isr(tp, end, timeout_ms)
 
-    def write_txn_offsets(self, group: str, producer_id: int, epoch: int, changes: list[OffsetChange]) -> int:
+    async def write_txn_offsets(self, group: str, producer_id: int, epoch: int, changes: list[OffsetChange],
+                                timeout_ms: int) -> None:
         """TxnOffsetCommit: the offsets as a transactional batch in the group's partition, staged until the
-        producer's marker; returns the partition's log end (what the ISR must reach)."""
+        producer's marker; answered once the ISR has it, as an offset commit."""
         topic = self.offsets_topic()
-        index = partition_for(group, topic.partitions)
-        self.partitions.append_records(topic, index, encode_batch(group, changes, int(time.time() * 1000),
-                                                                  producer_id, epoch))
+        self.partitions.append_records(topic, partition_for(group, topic.partitions),
+                                       encode_batch(group, changes, int(time.time() * 1000), producer_id, epoch))
         self.offsets.stage(producer_id, group, changes)
-        return self.partitions.log(topic, index).log_end_offset
+        await self.wait_for_offsets_replicated(group, timeout_ms)
 
     def load_offsets(self) -> int:
         """Replay __consumer_offsets (offsets and group metadata) into memory at start; returns the number of

@@ -48,12 +48,10 @@ class BrokerTxnEffects:
 
     async def write_state(self, transactional_id: str, value: TxnLogValue) -> None:
         self.state.check_coordinator(transactional_id, TRANSACTION)
-        topic = self.state.internal_topic(TRANSACTIONS)
-        _, index = self._state_partition(transactional_id)
-        self.state.partitions.append_records(topic, index, encode_batch(transactional_id, value,
-                                                                       int(time.time() * 1000)))
-        end = self.state.partitions.log(topic, index).log_end_offset
-        await self.state.role.wait_for_isr((TRANSACTIONS.name, index), end, _WRITE_TIMEOUT_MS)
+        tp = self._state_partition(transactional_id)
+        result = self.state.partitions.append_records(self.state.internal_topic(TRANSACTIONS), tp[1],
+                                                      encode_batch(transactional_id, value, int(time.time() * 1000)))
+        await self.state.role.wait_for_isr(tp, result.last_offset + 1, _WRITE_TIMEOUT_MS)
 
     async def write_markers(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
                             partitions: tuple[TopicPartition, ...]) -> None:

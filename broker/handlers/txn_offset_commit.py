@@ -40,9 +40,7 @@ async def _commit(state: BrokerState, body: Any) -> ErrorCode:
                                 CommittedOffset(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
                                                 p.committed_metadata))
                    for t in body.topics for p in t.partitions]
-        end = state.write_txn_offsets(body.group_id, int(body.producer_id), int(body.producer_epoch), changes)
-        topic = state.internal_topic(OFFSETS)
-        await state.role.wait_for_isr((OFFSETS.name, OFFSETS.partition(body.group_id, topic.partitions)), end,
+        await state.write_txn_offsets(body.group_id, int(body.producer_id), int(body.producer_epoch), changes,
                                       _TIMEOUT_MS)
         return ErrorCode.none
     except KafkaApiError as exc:
