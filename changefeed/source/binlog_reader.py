@@ -218,14 +218,24 @@ class GtidState:
         return "" if self._mysql is None else str(self._mysql)
 
 
-def binlog_column(col: Any, nullable: bool) -> BinlogColumn:
+def _primary_key_indexes(event: Any) -> set[int]:
+    """The primary key's column indexes from the TABLE_MAP's optional metadata: SIMPLE_PRIMARY_KEY, or
+    PRIMARY_KEY_WITH_PREFIX when a key column is indexed by a prefix (MySQL's Table_map_log_event
+    documents both; the library marks only the first on its columns)."""
+    metadata = getattr(event, "optional_metadata", None)
+    if metadata is None:
+        return set()
+    return set(metadata.simple_primary_key_list or ()) | set(metadata.primary_keys_with_prefix or {})
+
+
+def binlog_column(col: Any, nullable: bool, primary: bool) -> BinlogColumn:
     collation = getattr(col, "collation_name", None)
     return BinlogColumn(
         name=col.name,
         type_code=col.type,
         unsigned=bool(col.unsigned),
         nullable=nullable,
-        primary=bool(col.is_primary),
+        primary=primary,
         charset=charset_of_collation(collation),
         collation=collation,
         max_length=getattr(col, "max_length", None),
@@ -304,7 +314,8 @@ class BinlogReader:
                                  self._position())
             elif isinstance(event, TableMapEvent):
                 nulls = event.null_bitmask
-                columns = tuple(binlog_column(c, bool(nulls[i >> 3] & (1 << (i & 7))))
+                primary = _primary_key_indexes(event)
+                columns = tuple(binlog_column(c, bool(nulls[i >> 3] & (1 << (i & 7))), i in primary)
                                 for i, c in enumerate(event.columns))
                 yield TableMap(event.table_id, event.schema, event.table, columns, self._position())
             elif isinstance(event, XidEvent):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from changefeed.ddl_parse import ParsedDDL
 from changefeed.model import DDLKind, Position, TableName, TableSchema
@@ -73,12 +74,19 @@ class SchemaTracker:
     def _resolve(self, tm: TableMap) -> TableSchema:
         name = TableName(tm.schema, tm.table)
         current = self.at(name, tm.position)
+        binlog_primary = tuple(c.name for c in tm.columns if c.primary)
         if current is not None and fits(current.columns, tm.columns):
-            return current
+            if set(current.primary_key) == set(binlog_primary):
+                return current
+            # The TABLE_MAP's key (binlog_row_metadata=FULL) is the key these rows were written under; a
+            # version read from information_schema may have missed it (a DDL raced the read).
+            schema = replace(current, primary_key=binlog_primary)
+            self._record(name, tm.position, schema)
+            return schema
         info = self._lookup(name)
         matched = info is not None and info_matches(tm.columns, info.columns)
         columns = merge_columns(tm.columns, info.columns if info is not None and matched else None)
-        primary = tuple(c.name for c in tm.columns if c.primary)
+        primary = binlog_primary
         if info is not None and matched:
             primary = primary or info.primary_key
             unique = info.unique_keys

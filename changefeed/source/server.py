@@ -211,25 +211,49 @@ class TableInfo:
     unique_keys: tuple[tuple[str, ...], ...]
 
 
+_CONSISTENT_READ_ATTEMPTS = 5
+
+
 def fetch_table_info(cur: Any, table: TableName) -> TableInfo | None:
+    """The table as information_schema describes it now, or None if it does not exist (or keeps changing).
+
+    Columns, JSON checks and keys are three queries, and DDL may commit between them: seen in the
+    equality long run, a table dropped right after its CREATE was read with its columns but without
+    its primary key. The columns are read again after the keys; the answer is used only when both
+    reads agree (a table dropped in between reads as gone, so the binlog's TABLE_MAP decides)."""
+    for _ in range(_CONSISTENT_READ_ATTEMPTS):
+        rows = _column_rows(cur, table)
+        if not rows:
+            return None
+        json_columns = json_check_columns(cur, table)
+        primary, unique = _unique_keys(cur, table)
+        if _column_rows(cur, table) == rows:
+            return TableInfo(table, tuple(_info_column(row, json_columns) for row in rows), primary, unique)
+    return None
+
+
+def _column_rows(cur: Any, table: TableName) -> list[tuple[Any, ...]]:
     cur.execute(
         "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME, "
         "CHARACTER_MAXIMUM_LENGTH, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s "
         "ORDER BY ORDINAL_POSITION", (table.schema, table.table))
-    rows = cur.fetchall()
-    if not rows:
-        return None
-    json_columns = json_check_columns(cur, table)
-    columns = []
-    for name, data_type, column_type, nullable, charset, collation, length, extra in rows:
-        is_binary = str(data_type).lower() in ("binary", "varbinary") or str(data_type).endswith("blob")
-        columns.append(InfoColumn(
-            name=str(name), data_type=str(data_type).lower(), column_type=str(column_type),
-            nullable=nullable == "YES", charset="binary" if is_binary else charset,
-            collation="binary" if is_binary else collation,
-            char_length=int(length) if length is not None else None,
-            is_json=str(name) in json_columns and str(data_type).lower() == "longtext",
-            virtual="VIRTUAL" in str(extra or "").upper()))
+    return [tuple(row) for row in cur.fetchall()]
+
+
+def _info_column(row: tuple[Any, ...], json_columns: set[str]) -> InfoColumn:
+    name, data_type, column_type, nullable, charset, collation, length, extra = row
+    is_binary = str(data_type).lower() in ("binary", "varbinary") or str(data_type).endswith("blob")
+    return InfoColumn(
+        name=str(name), data_type=str(data_type).lower(), column_type=str(column_type),
+        nullable=nullable == "YES", charset="binary" if is_binary else charset,
+        collation="binary" if is_binary else collation,
+        char_length=int(length) if length is not None else None,
+        is_json=str(name) in json_columns and str(data_type).lower() == "longtext",
+        virtual="VIRTUAL" in str(extra or "").upper())
+
+
+def _unique_keys(cur: Any, table: TableName) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """(primary key, other unique keys), each key's columns in index order."""
     cur.execute(
         "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=%s "
         "AND TABLE_NAME=%s AND NON_UNIQUE=0 ORDER BY INDEX_NAME='PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX",
@@ -238,7 +262,7 @@ def fetch_table_info(cur: Any, table: TableName) -> TableInfo | None:
     for index, column in cur.fetchall():
         indexes.setdefault(str(index), []).append(str(column))
     primary = tuple(indexes.pop("PRIMARY", ()))
-    return TableInfo(table, tuple(columns), primary, tuple(tuple(v) for v in indexes.values()))
+    return primary, tuple(tuple(v) for v in indexes.values())
 
 
 def json_check_columns(cur: Any, table: TableName) -> set[str]:

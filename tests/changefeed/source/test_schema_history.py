@@ -3,9 +3,15 @@ position, also when replayed from an older checkpoint (capture runs after all DD
 information_schema only knows the final state)."""
 
 from pathlib import Path
+from typing import Any
 
-from changefeed.model import DDLEvent, DDLKind, RowChange, TransactionCommit
-from changefeed.source.server import ConnectionSettings
+from changefeed.ddl_parse import parse_ddl
+from changefeed.model import DDLEvent, DDLKind, Position, RowChange, TableName, TransactionCommit
+from changefeed.source.column_types import InfoColumn
+from changefeed.source.records import BinlogColumn, TableMap
+from changefeed.source.schema_store import SchemaStore
+from changefeed.source.schema_tracker import SchemaTracker
+from changefeed.source.server import ConnectionSettings, TableInfo, fetch_table_info, session
 from lakefeed_testing import MySQLServer
 from tests.changefeed.conftest import capture
 
@@ -102,3 +108,80 @@ def test_ddl_mid_stream_and_replay(
         if isinstance(e, RowChange)
     ]
     assert replayed == rows[1:]
+
+
+
+def test_a_table_created_filled_and_dropped_before_capture_keeps_its_key(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, here: object, tmp_path: Path
+) -> None:
+    """The key of rows whose table is gone from the server comes from the binlog (TABLE_MAP), also for a
+    key on a column prefix (PRIMARY_KEY_WITH_PREFIX), and while the table exists it agrees with the server."""
+    mysql.execute(
+        "/* migration 920 */ CREATE TABLE `tmp2` (`id` INT NOT NULL, `dt` DATE, `ts` TIMESTAMP NULL, `n` INT,"
+        " PRIMARY KEY (`id`)) DEFAULT CHARSET=utf8mb4",
+        "INSERT INTO `tmp2` (`id`, `dt`, `n`) VALUES (222, '8610-02-16', 1), (73, NULL, 2), (23, '3411-05-28', 3)",
+        "# gh-ost style note\nDROP TABLE `tmp2`",
+        "CREATE TABLE prefixed (name VARCHAR(100) NOT NULL, v INT, PRIMARY KEY (name(10), v))",
+        "INSERT INTO prefixed VALUES ('a', 1)",
+        "CREATE TABLE kept (name VARCHAR(100) NOT NULL, v INT NOT NULL, PRIMARY KEY (v, name(10)))",
+        "INSERT INTO kept VALUES ('b', 2)",
+        "DROP TABLE prefixed",
+        database=database,
+    )
+    events = capture(settings, here, schema_store_url=f"sqlite:///{tmp_path / 'schemas.db'}")  # type: ignore[arg-type]
+    rows = [e for e in events if isinstance(e, RowChange) and e.table.schema == database]
+    assert [(r.table.table, set(r.table.primary_key)) for r in rows] == [
+        ("tmp2", {"id"}), ("tmp2", {"id"}), ("tmp2", {"id"}), ("prefixed", {"name", "v"}), ("kept", {"name", "v"})]
+
+
+class DropsTheTableBetweenItsQueries:
+    """A cursor on the real server that lets a DROP TABLE commit right after fetch_table_info's first read
+    of the columns: the interleaving the equality long run met (seed 16, broker-node fault), where a
+    table created, filled and dropped within milliseconds was recorded without its primary key."""
+
+    def __init__(self, cursor: Any, mysql: MySQLServer, table: TableName) -> None:
+        self._cursor, self._mysql, self._table = cursor, mysql, table
+        self._dropped = False
+
+    def execute(self, sql: str, args: object = None) -> None:
+        self._cursor.execute(sql, args)
+
+    def fetchall(self) -> Any:
+        rows = self._cursor.fetchall()
+        if not self._dropped:
+            self._dropped = True
+            self._mysql.execute(f"DROP TABLE `{self._table.schema}`.`{self._table.table}`")
+        return rows
+
+
+def test_a_table_dropped_while_information_schema_is_read_reads_as_gone(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings
+) -> None:
+    mysql.execute("CREATE TABLE tmp2 (id INT NOT NULL, n INT, PRIMARY KEY (id))", database=database)
+    table = TableName(database, "tmp2")
+    with session(settings) as cursor:
+        assert fetch_table_info(cursor, table) is not None  # the table as it is
+        assert fetch_table_info(DropsTheTableBetweenItsQueries(cursor, mysql, table), table) is None
+
+
+def _map(*columns: BinlogColumn) -> TableMap:
+    return TableMap(7, "shop", "t", columns, Position("binlog.000001", 400))
+
+
+def test_the_table_maps_key_wins_over_a_version_read_without_one() -> None:
+    """Pure tracker logic: a version recorded from information_schema without the key (the race above,
+    or any other reason) does not hide the key the TABLE_MAP gives for the rows that follow."""
+    info = TableInfo(TableName("shop", "t"), (
+        InfoColumn("id", "int", "int", False, None, None, None, False, False),
+        InfoColumn("n", "int", "int", True, None, None, None, False, False)), (), ())
+    tracker = SchemaTracker(SchemaStore(), lambda name: info)
+    create = parse_ddl("CREATE TABLE t (id INT PRIMARY KEY, n INT)", "shop")
+    assert create is not None
+    tracker.apply_ddl(create, Position("binlog.000001", 300))
+    assert tracker.at(TableName("shop", "t"), Position("binlog.000001", 350)).primary_key == ()  # type: ignore[union-attr]
+    keyed = _map(BinlogColumn("id", 3, nullable=False, primary=True), BinlogColumn("n", 3))
+    assert tracker.mounter(keyed).schema.primary_key == ("id",)
+    # and a TABLE_MAP without a key (the table's key was dropped) is not given the old one
+    tracker.forget_table_ids()
+    unkeyed = _map(BinlogColumn("id", 3, nullable=False), BinlogColumn("n", 3))
+    assert tracker.mounter(unkeyed).schema.primary_key == ()
