@@ -13,10 +13,10 @@ from kio.schema.errors import ErrorCode
 
 from broker.coordinator.offsets import CommittedOffset, OffsetChange
 from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
-from broker.replication.errors import ReplicationError
 
 log = logging.getLogger("broker.offsets")
 
@@ -54,10 +54,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
         state.offsets.commit_many(body.group_id, changes)
         if changes:
             await state.wait_for_offsets_replicated(body.group_id, 10_000)
-    except (KafkaApiError, OSError, ReplicationError, TimeoutError) as exc:
+    except STORE_ERRORS as exc:
         log.error("could not store offsets of group %r: %s", body.group_id, exc)
         for change in changes:
-            codes[(change.topic, change.partition)] = ErrorCode.coordinator_not_available  # retriable
+            codes[(change.topic, change.partition)] = store_error_code(exc)
     partition_cls = nested(cls, "OffsetCommitResponsePartition")
     topics = tuple(
         build(nested(cls, "OffsetCommitResponseTopic"), name=topic.name, partitions=tuple(

@@ -8,6 +8,7 @@ partition is fenced.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -15,9 +16,12 @@ from kio.schema.errors import ErrorCode
 from broker.coordinator.internal_topics import OFFSETS
 from broker.coordinator.offsets import CommittedOffset, OffsetChange
 from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
 from broker.protocol.errors import KafkaApiError
+
+log = logging.getLogger("broker.offsets")
 
 _FENCED_SINCE = 3  # TxnOffsetCommit v3 (KIP-447) knows PRODUCER_FENCED... older clients get INVALID_PRODUCER_EPOCH
 _TIMEOUT_MS = 5000
@@ -36,17 +40,19 @@ async def _commit(state: BrokerState, body: Any) -> ErrorCode:
     try:
         state.check_coordinator(body.group_id)
         _check_epoch(state, body.group_id, int(body.producer_id), int(body.producer_epoch))
-        changes = [OffsetChange(t.name, int(p.partition_index),
-                                CommittedOffset(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
-                                                p.committed_metadata))
-                   for t in body.topics for p in t.partitions]
-        await state.write_txn_offsets(body.group_id, int(body.producer_id), int(body.producer_epoch), changes,
-                                      _TIMEOUT_MS)
-        return ErrorCode.none
     except KafkaApiError as exc:
         return exc.code
-    except TimeoutError:
-        return ErrorCode.request_timed_out
+    changes = [OffsetChange(t.name, int(p.partition_index),
+                            CommittedOffset(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
+                                            p.committed_metadata))
+               for t in body.topics for p in t.partitions]
+    try:
+        await state.write_txn_offsets(body.group_id, int(body.producer_id), int(body.producer_epoch), changes,
+                                      _TIMEOUT_MS)
+    except STORE_ERRORS as exc:
+        log.warning("could not store the transactional offsets of group %r: %s", body.group_id, exc)
+        return store_error_code(exc)
+    return ErrorCode.none
 
 
 async def handle(state: BrokerState, request: Request) -> Any:
