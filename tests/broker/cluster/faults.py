@@ -9,6 +9,7 @@ hits both the same way.
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 import time
@@ -16,9 +17,23 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from tests.broker.cluster.clients import Writer, describe, wait_full_isr
+from tests.broker.cluster.clients import describe, wait_full_isr
 from tests.broker.cluster.harness import Cluster, until
+
+
+def seeds_from_env(variable: str, default: str) -> list[int]:
+    """The nemesis seeds a test runs: `7` or `1-10` from the environment variable, else `default`."""
+    first, _, last = os.environ.get(variable, default).partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+class Acknowledging(Protocol):
+    """A writer the nemesis can wait on (Writer, TransactionalWriter)."""
+
+    def acked_since(self, partition: int | None, since: float) -> int: ...
+
 
 DAMAGE_KINDS = ("flip_byte", "cut_mid_batch", "garbage_tail", "delete_indexes", "power_loss")
 
@@ -101,7 +116,7 @@ class Nemesis:
 
     cluster: Cluster
     topic: str
-    writer: Writer
+    writer: Acknowledging
     seed: int
     session_s: float = 3.0  # the harness's broker.session.timeout.ms
     history: list[str] = field(default_factory=list)
@@ -116,9 +131,10 @@ class Nemesis:
             "damage_storage": self.damage_storage,
         }
 
-    def run(self, rounds: int) -> None:
-        for n in range(rounds):
-            name = self.rng.choice(sorted(self.faults))
+    def run(self, rounds: int, names: list[str] | None = None) -> None:
+        """`rounds` faults chosen by the seed, or the `names` given, in order."""
+        for n in range(len(names) if names else rounds):
+            name = names[n] if names else self.rng.choice(sorted(self.faults))
             started = time.monotonic()
             what = self.faults[name]()
             self.history.append(f"round {n}: {what}")
@@ -135,20 +151,21 @@ class Nemesis:
         partition = self.rng.choice(sorted(describe(self.cluster.bootstrap, self.topic)))
         return describe(self.cluster.bootstrap, self.topic)[partition].leader
 
-    def kill_leader(self) -> str:
-        node, delay = self._leader(), self._delay()
-        self.cluster.kill(node)
-        time.sleep(delay)
-        self.cluster.restart(node)
-        return f"kill -9 of leader {node}, restarted after {delay:.1f} s"
-
-    def kill_controller(self) -> str:
-        node = int(until(self.cluster.active_controller, 30, "an active controller"))  # type: ignore[call-overload]
+    def kill_and_restart(self, node: int) -> float:
+        """kill -9 of `node`, restarted after a seeded delay (returned)."""
         delay = self._delay()
         self.cluster.kill(node)
         time.sleep(delay)
         self.cluster.restart(node)
-        return f"kill -9 of the active controller {node}, restarted after {delay:.1f} s"
+        return delay
+
+    def kill_leader(self) -> str:
+        node = self._leader()
+        return f"kill -9 of leader {node}, restarted after {self.kill_and_restart(node):.1f} s"
+
+    def kill_controller(self) -> str:
+        node = int(until(self.cluster.active_controller, 30, "an active controller"))  # type: ignore[call-overload]
+        return f"kill -9 of the active controller {node}, restarted after {self.kill_and_restart(node):.1f} s"
 
     def pause_node(self) -> str:
         node = self.rng.choice(self.cluster.node_ids)

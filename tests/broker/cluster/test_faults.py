@@ -24,16 +24,10 @@ from tests.broker.cluster.clients import (
     create_topic,
     new_topic_name,
 )  # fmt: skip
-from tests.broker.cluster.faults import DAMAGE_KINDS, Nemesis, damage
+from tests.broker.cluster.faults import DAMAGE_KINDS, Nemesis, damage, seeds_from_env
 from tests.broker.cluster.harness import Cluster, until
 
 TOPIC_CONFIG = {"min.insync.replicas": "2"}
-
-
-def _seeds() -> list[int]:
-    spec = os.environ.get("LAKEFEED_FAULT_SEEDS", "7")
-    first, _, last = spec.partition("-")
-    return list(range(int(first), int(last or first) + 1))
 
 
 def check_nothing_lost(cluster: Cluster, topic: str, writer: Writer) -> None:
@@ -67,7 +61,7 @@ def test_a_leader_restarted_with_damaged_storage_loses_no_acknowledged_write(clu
     check_nothing_lost(cluster, topic, writer)
 
 
-@pytest.mark.parametrize("seed", _seeds())
+@pytest.mark.parametrize("seed", seeds_from_env("LAKEFEED_FAULT_SEEDS", "7"))
 def test_seeded_nemesis_loses_no_acknowledged_write(cluster: Cluster, seed: int) -> None:
     rounds = int(os.environ.get("LAKEFEED_FAULT_ROUNDS", "4"))
     topic = new_topic_name()

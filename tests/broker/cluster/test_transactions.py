@@ -10,11 +10,10 @@ import uuid
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 
 from tests.broker.cluster.clients import create_topic, new_topic_name
 from tests.broker.cluster.harness import Cluster, until
-from tests.broker.kio_wire import roundtrip
+from tests.broker.cluster.txn_clients import transaction_coordinator
 
 
 def _producer(bootstrap: str, transactional_id: str) -> Producer:
@@ -41,15 +40,6 @@ def _read_committed(bootstrap: str, topic: str, want: int, timeout: float = 40) 
             extra_until = time.monotonic() + 2
     consumer.close()
     return values
-
-
-def _txn_coordinator(cluster: Cluster, transactional_id: str) -> int:
-    def ask() -> Any:
-        _, answer = roundtrip(cluster.ports[cluster.node_ids[0]], 10, 3,
-                              FindCoordinatorRequest(key=transactional_id, key_type=1))
-        return int(answer.error_code) == 0 and int(answer.node_id)
-
-    return int(until(ask, 30, "the transaction coordinator"))  # type: ignore[arg-type]
 
 
 def _send(producer: Producer, topic: str, values: list[bytes], partitions: int = 3) -> None:
@@ -82,7 +72,7 @@ def test_a_transaction_survives_its_coordinators_death(cluster: Cluster) -> None
     producer = _producer(cluster.bootstrap, transactional_id)
     producer.begin_transaction()
     _send(producer, topic, [b"a", b"b", b"c"])
-    coordinator = _txn_coordinator(cluster, transactional_id)
+    coordinator = transaction_coordinator(cluster, transactional_id)
     cluster.kill(coordinator)
     producer.commit_transaction(90)  # the client finds the new coordinator, which knows the transaction
     live = [n for n in cluster.node_ids if n != coordinator]
@@ -97,7 +87,7 @@ def test_a_transaction_survives_a_partition_leaders_death(cluster: Cluster) -> N
     topic = new_topic_name()
     transactional_id = f"tx-{topic}"
     producer = _producer(cluster.bootstrap, transactional_id)
-    coordinator = _txn_coordinator(cluster, transactional_id)
+    coordinator = transaction_coordinator(cluster, transactional_id)
     leader = next(n for n in cluster.node_ids if n != coordinator)  # kill a leader, not the coordinator
     create_topic(cluster.bootstrap, topic, assignment=[[leader, *[n for n in cluster.node_ids if n != leader]]])
     producer.begin_transaction()
