@@ -9,6 +9,9 @@ from pathlib import Path
 from lakefeed_testing.errors import ServiceError
 
 _LOWEST = 10_000
+# Fixed ports of tools the tests start, never handed out: Spark Connect's local server (`spark-pipelines`)
+# binds 15002, the only port its client tries.
+_RESERVED = frozenset({15002})
 
 
 def _ephemeral_low() -> int:
@@ -67,6 +70,7 @@ def free_port_block(count: int) -> int:
     high = _ephemeral_low() - count
     for _ in range(200):
         base = random.randrange(_LOWEST, max(high, _LOWEST + 1))
-        if all(_bindable(port) for port in range(base, base + count)):
+        ports = range(base, base + count)
+        if _RESERVED.isdisjoint(ports) and all(_bindable(port) for port in ports):
             return base
     raise ServiceError(f"no {count} consecutive free ports on 127.0.0.1 below {high + count}", retriable=True)

@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing import KafkaReference
+from lakefeed_testing.net import port_open
 from lakefeed_testing.spark_cluster import spark_home
 from spark_pipelines.packages import package_conf
 from tests.spark_pipelines.canal import dml
@@ -25,6 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFINITION = Path(__file__).with_name("declarative") / "acct_cdc.py"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 ES = 1_700_000_000_000
+SPARK_CONNECT_PORT = 15002
+
+
+def _holder() -> str:
+    return subprocess.run(["ss", "-ltnp", f"sport = :{SPARK_CONNECT_PORT}"], capture_output=True, text=True).stdout
 
 
 def _produce(kafka: KafkaReference, topic: str, values: list[str]) -> None:
@@ -54,10 +60,19 @@ def run_spark_pipelines(project: Path, timeout: float = 300) -> subprocess.Compl
            "SPARK_CONF_DIR": str(conf_dir),
            "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    # The local Spark Connect server binds 15002, the one port its client tries (free_port never hands it out).
+    assert not port_open(SPARK_CONNECT_PORT), f"port {SPARK_CONNECT_PORT} (Spark Connect's) is taken: {_holder()}"
     command = [str(spark_home() / "bin" / "spark-pipelines"),
                *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
                "run", "--spec", str(project / "spark-pipeline.yml")]
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _errors(output: str) -> str:
+    """The lines that say what failed (a JVM stack trace buries them under its frames), then the tail."""
+    said = [line for line in output.splitlines()
+            if any(word in line for word in ("Error", "Exception", "Caused by", "error:"))]
+    return "\n".join(said[:40]) + "\n...\n" + output[-2000:]
 
 
 def test_auto_cdc_flow_cannot_target_delta_while_append_flows_can(kafka: KafkaReference, spark: Any,
@@ -81,8 +96,8 @@ def test_auto_cdc_flow_cannot_target_delta_while_append_flows_can(kafka: KafkaRe
     }))
     result = run_spark_pipelines(tmp_path)
     output = result.stdout + result.stderr
-    assert result.returncode != 0, output[-5000:]
-    assert "[AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE]" in output and "(format: delta)" in output, output[-5000:]
+    assert result.returncode != 0, _errors(output)
+    assert "[AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE]" in output and "(format: delta)" in output, _errors(output)
     # The append flow ran: our change rows, typed and sequenced, are in a Delta table.
     log = spark.read.format("delta").load(str(tmp_path / "spark-warehouse" / "acct_log"))
     assert sorted((row["id"], row["owner"], row["_lakefeed_op"]) for row in log.collect()) == [
