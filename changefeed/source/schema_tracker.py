@@ -86,13 +86,10 @@ class SchemaTracker:
         info = self._lookup(name)
         matched = info is not None and info_matches(tm.columns, info.columns)
         columns = merge_columns(tm.columns, info.columns if info is not None and matched else None)
-        primary = binlog_primary
-        if info is not None and matched:
-            primary = primary or info.primary_key
-            unique = info.unique_keys
-        else:
-            unique = _surviving_keys(current, tm.columns)
-        schema = TableSchema(tm.schema, tm.table, columns, primary, unique)
+        # The key is the TABLE_MAP's even when information_schema names one: information_schema describes
+        # the table now, and a key added since these rows were written is not theirs.
+        unique = info.unique_keys if info is not None and matched else _surviving_keys(current, tm.columns)
+        schema = TableSchema(tm.schema, tm.table, columns, binlog_primary, unique)
         self._record(name, tm.position, schema)
         return schema
 

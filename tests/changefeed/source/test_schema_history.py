@@ -185,3 +185,19 @@ def test_the_table_maps_key_wins_over_a_version_read_without_one() -> None:
     tracker.forget_table_ids()
     unkeyed = _map(BinlogColumn("id", 3, nullable=False), BinlogColumn("n", 3))
     assert tracker.mounter(unkeyed).schema.primary_key == ()
+
+
+def test_a_key_added_after_the_rows_is_not_theirs() -> None:
+    """Pure tracker logic: with no version recorded (the table predates capture), rows written before
+    `ALTER TABLE t ADD PRIMARY KEY (id)` keep the TABLE_MAP's answer (no key), though information_schema,
+    read later, names one; the rows after the ALTER get it from their own TABLE_MAP."""
+    info = TableInfo(TableName("shop", "t"), (
+        InfoColumn("id", "int", "int", False, None, None, None, False, False),
+        InfoColumn("n", "int", "int", True, None, None, None, False, False)), ("id",), ())
+    tracker = SchemaTracker(SchemaStore(), lambda name: info)
+    unkeyed = _map(BinlogColumn("id", 3, nullable=False), BinlogColumn("n", 3))
+    assert tracker.mounter(unkeyed).schema.primary_key == ()
+    tracker.forget_table_ids()
+    keyed = TableMap(8, "shop", "t", (BinlogColumn("id", 3, nullable=False, primary=True), BinlogColumn("n", 3)),
+                     Position("binlog.000001", 900))
+    assert tracker.mounter(keyed).schema.primary_key == ("id",)
