@@ -193,6 +193,9 @@ class DDLEvent:
     commit_ts: int
     position: Position
     schemas: tuple[TableSchema, ...] = ()
+    # The session's time zone when the statement used it (binlog Query event), else "": MySQL evaluates
+    # DEFAULT CURRENT_TIMESTAMP of a DATETIME column, and TIMESTAMP literals, in it.
+    time_zone: str = ""
 
 
 @dataclass(frozen=True)

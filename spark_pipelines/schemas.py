@@ -41,6 +41,7 @@ CANAL_JSON_SCHEMA = T.StructType([
         T.StructField("watermarkTs", T.LongType()),
         T.StructField("onlyHandleKey", T.BooleanType()),
         T.StructField("claimCheckLocation", T.StringType()),
+        T.StructField("sessionTimeZone", T.StringType()),  # Lakefeed's, on DDL (changefeed/codec/canal_json.py)
     ])),
 ])
 """Explicit schema for `from_json`: values stay strings until `typed_value` converts them."""

@@ -251,7 +251,7 @@ class CanalJsonEncoder:
             "old": None,
         }
         if self.options.enable_tidb_extension:
-            message["_tidb"] = {"commitTs": event.commit_ts}
+            message["_tidb"] = {"commitTs": event.commit_ts, **_session_time_zone(event)}
         return Encoded(None, dumps(message))
 
     def encode_watermark(self, watermark_ts: int) -> Encoded:
@@ -303,3 +303,12 @@ def split_key_changing_update(change: RowChange) -> list[RowChange]:
         change.snapshot,
     )
     return [delete, insert]
+
+
+def _session_time_zone(event: DDLEvent) -> dict[str, str]:
+    """Lakefeed's one addition to TiCDC's `_tidb`: `sessionTimeZone`, on a DDL whose binlog Query event says
+    it used the session's time zone (other than the server's `SYSTEM` one). MySQL fills the existing rows of
+    `ADD COLUMN c DATETIME DEFAULT CURRENT_TIMESTAMP` with the DDL's time in that zone, and reads TIMESTAMP
+    literals in it; TiCDC's message cannot say so (pingcap/tiflow#11368), and a consumer would be hours off."""
+    zone = event.time_zone
+    return {"sessionTimeZone": zone} if zone and zone.upper() != "SYSTEM" else {}

@@ -178,6 +178,13 @@ _EVENTS = [RotateEvent, GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, Table
            NotImplementedEvent]
 
 
+def _time_zone(event: Any) -> str:
+    """The Query event's time_zone status variable (Q_TIME_ZONE_CODE), which MySQL and MariaDB write
+    when the statement used the session's time zone: `-08:00`, a named zone, or `SYSTEM`."""
+    zone = getattr(event, "time_zone", None)
+    return zone.decode("ascii", errors="replace") if isinstance(zone, bytes) else str(zone or "")
+
+
 def _load_query(event: Any) -> tuple[str, bytes]:
     """(query, default database) of an Execute_load_query event, which the library does not decode.
 
@@ -324,9 +331,9 @@ class BinlogReader:
                 self._gtids.add(event.gtid)
                 yield BeginRecord(event.gtid, event.timestamp, self._position())
             elif isinstance(event, QueryEvent):
-                yield from self._query(event.query, event.schema, event.timestamp)
+                yield from self._query(event.query, event.schema, event.timestamp, _time_zone(event))
             elif isinstance(event, ExecuteLoadQueryEvent):
-                yield from self._query(*_load_query(event), event.timestamp)
+                yield from self._query(*_load_query(event), event.timestamp, "")
             elif isinstance(event, RotateEvent):
                 self._file = event.next_binlog
                 last_end = Position(event.next_binlog, event.position, str(self._gtids))
@@ -353,7 +360,7 @@ class BinlogReader:
             return HeartbeatRecord(None, now)
         return HeartbeatRecord(Position(file, pos, str(self._gtids)), now)
 
-    def _query(self, query: str, schema: Any, timestamp: int) -> Iterator[BinlogRecord]:
+    def _query(self, query: str, schema: Any, timestamp: int, time_zone: str) -> Iterator[BinlogRecord]:
         sql = query.strip()
         upper = sql[:8].upper()
         if upper.startswith("BEGIN"):
@@ -367,7 +374,7 @@ class BinlogReader:
             if statement is not None:
                 yield DMLStatementRecord(sql, statement, position)
             else:
-                yield QueryRecord(sql, database, timestamp, position, position)
+                yield QueryRecord(sql, database, timestamp, position, position, time_zone)
 
     def _commit(self, timestamp: int) -> CommitRecord:
         position = self._position()

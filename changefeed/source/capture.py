@@ -15,7 +15,7 @@ import random
 import threading
 from collections.abc import Generator, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from changefeed.ddl_parse import ParsedDDL, parse_ddl
@@ -291,7 +291,7 @@ class CaptureSource:
             schemas = ()
         for event in ddl_events(record.sql, parsed, record.database, commit_ts, record.position, schemas):
             if self.options.change_filter.keeps_ddl(event):
-                yield event
+                yield replace(event, time_zone=record.time_zone) if record.time_zone else event
 
 
 def start_position(settings: ConnectionSettings) -> Position:

@@ -108,6 +108,9 @@ class QueryRecord:
     timestamp: int
     position: Position
     next_position: Position
+    # The Query event's time_zone status variable: the session's zone, written only when the statement
+    # used it (e.g. DEFAULT CURRENT_TIMESTAMP on a DATETIME column); "" when absent.
+    time_zone: str = ""
 
 
 @dataclass(frozen=True)

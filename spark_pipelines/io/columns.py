@@ -26,7 +26,7 @@ from spark_pipelines.errors import SchemaError
 from spark_pipelines.io.delta import DELETED, add_column, follow_type, q, table_ref
 from spark_pipelines.io.history import VALID_TO
 from spark_pipelines.io.tables import seq_literal
-from spark_pipelines.transforms.column_values import existing_value, refuse_unknowable
+from spark_pipelines.transforms.column_values import existing_value, refuse_unknowable, spark_zone
 from spark_pipelines.transforms.create_table import definition_type
 from spark_pipelines.transforms.parse import SEQ
 
@@ -37,7 +37,9 @@ class ColumnEditor:
     def __init__(self, spark: Any, path: str, ddl: Any, *, source_time_zone: str = "UTC",
                  history: bool = False) -> None:
         self.spark, self.path, self.ddl = spark, path, ddl
-        self.zone = source_time_zone
+        # MySQL evaluates the DDL's CURRENT_TIMESTAMP and TIMESTAMP literals in the session's zone, which the
+        # changefeed sends when the statement used it (a UTC offset such as -08:00, or a named zone).
+        self.zone = spark_zone(ddl["session_time_zone"]) or source_time_zone
         # Rows the DDL found: live (SCD 2: the open version) and older than the DDL.
         self.older: Column = (F.col(SEQ) < seq_literal(ddl[SEQ])) & ~F.col(DELETED)
         if history:

@@ -26,6 +26,16 @@ _FIXED_BINARY = re.compile(r"^binary\((\d+)\)")
 _CHAR = re.compile(r"^char\(")
 _TIME = re.compile(r"^time(?:\((\d)\))?$")
 _INTEGRAL = ("tinyint", "smallint", "mediumint", "int", "bigint", "bit", "year")
+_OFFSET = re.compile(r"^([+-])(\d{1,2}):(\d{2})$")
+
+
+def spark_zone(mysql_zone: str | None) -> str | None:
+    """A session time zone as the binlog names it, as Spark names it: a UTC offset with two-digit hours
+    (MySQL accepts `-8:00`, Spark wants `-08:00`), a named zone as it is; None when absent."""
+    if not mysql_zone:
+        return None
+    offset = _OFFSET.match(mysql_zone)
+    return f"{offset[1]}{int(offset[2]):02d}:{offset[3]}" if offset else mysql_zone
 
 
 def existing_value(column: ColumnDefinition, ctype: ColumnType, commit_ms: int, statement: str,

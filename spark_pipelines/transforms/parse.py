@@ -36,7 +36,8 @@ def parse_messages(records: DataFrame) -> DataFrame:
 
     Columns: topic, partition, offset, value (the raw text, kept so a bad message can be named),
     valid, database, table, type, is_ddl, sql, pk_names, key_names (the columns of the
-    changefeed's message key: its handle key), mysql_types, row, old, es, only_handle_key,
+    changefeed's message key: its handle key), mysql_types, row, old, es, session_time_zone (the DDL
+    session's time zone, when the statement used it), only_handle_key,
     _lakefeed_seq,
     _lakefeed_commit_ts. `valid` is false for text that is not a canal-JSON message; watermarks are
     dropped.
@@ -63,6 +64,7 @@ def parse_messages(records: DataFrame) -> DataFrame:
         F.col("m.data")[0].alias("row"),
         F.col("m.old")[0].alias("old"),
         F.col("m.es").alias("es"),
+        F.col("m._tidb.sessionTimeZone").alias("session_time_zone"),
         F.coalesce(F.col("m._tidb.onlyHandleKey"), F.lit(False)).alias("only_handle_key"),
         sequence(F.col("m._tidb.commitTs"), F.col("m.es"), F.col("partition"), F.col("offset")).alias(SEQ),
         F.timestamp_millis(physical_ms).alias(COMMIT_TS),

@@ -32,7 +32,8 @@ def summary_rows(messages: DataFrame, ddl_types: Sequence[str]) -> DataFrame:
     bad = (messages.where(~F.col("valid")).select("topic", "partition", "offset", "value").limit(1)
            .withColumn(KIND, F.lit(BAD)))
     ddl = (messages.where(F.col("valid") & F.col("is_ddl") & F.col("type").isin(*ddl_types))
-           .select("database", "table", "type", "sql", SEQ, COMMIT_TS).withColumn(KIND, F.lit(DDL)))
+           .select("database", "table", "type", "sql", "session_time_zone", SEQ, COMMIT_TS)
+           .withColumn(KIND, F.lit(DDL)))
     layouts = shape_rows(messages).withColumn(KIND, F.lit(LAYOUT))
     counts = per_table(messages).withColumn(KIND, F.lit(COUNT))
     return (bad.unionByName(ddl, allowMissingColumns=True).unionByName(layouts, allowMissingColumns=True)
@@ -42,7 +43,7 @@ def summary_rows(messages: DataFrame, ddl_types: Sequence[str]) -> DataFrame:
 @dataclass(frozen=True)
 class BatchSummary:
     bad: Any | None  # a Row: topic, partition, offset, value
-    ddl: tuple[Any, ...]  # Rows: database, table, type, sql, _lakefeed_seq, _lakefeed_commit_ts
+    ddl: tuple[Any, ...]  # Rows: database, table, type, sql, session_time_zone, _lakefeed_seq, _lakefeed_commit_ts
     layouts: tuple[Any, ...]  # Rows of shape_rows
     counts: tuple[Any, ...]  # Rows of per_table
 

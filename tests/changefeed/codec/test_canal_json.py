@@ -270,3 +270,17 @@ def test_primary_key_changing_update_becomes_delete_then_insert() -> None:
     assert parts[0].before == ROW and parts[1].after == after
     same_key = split_key_changing_update(change(RowKind.UPDATE, ROW, {**ROW, "c_char": "x"}))
     assert [p.kind for p in same_key] == [RowKind.UPDATE]
+
+
+def test_a_ddl_that_used_the_sessions_time_zone_says_which() -> None:
+    """`_tidb.sessionTimeZone` (Lakefeed's addition) only when the binlog says the DDL used a zone other than
+    the server's; without the TiDB extension the message stays TiCDC's."""
+    sql = "ALTER TABLE t ADD c DATETIME DEFAULT CURRENT_TIMESTAMP"
+    for zone, tidb in (("-08:00", {"commitTs": TSO, "sessionTimeZone": "-08:00"}),
+                       ("Europe/Paris", {"commitTs": TSO, "sessionTimeZone": "Europe/Paris"}),
+                       ("SYSTEM", {"commitTs": TSO}), ("", {"commitTs": TSO})):
+        event = DDLEvent(sql, DDLKind.ALTER_TABLE, "shop", (TableName("shop", "t"),), TSO, POS, time_zone=zone)
+        [ddl] = encoder(enable_tidb_extension=True).encode_ddl(event)
+        assert orjson.loads(ddl.encoded.value)["_tidb"] == tidb, zone
+        [plain] = encoder().encode_ddl(event)
+        assert "_tidb" not in orjson.loads(plain.encoded.value)

@@ -201,3 +201,21 @@ def test_a_key_added_after_the_rows_is_not_theirs() -> None:
     keyed = TableMap(8, "shop", "t", (BinlogColumn("id", 3, nullable=False, primary=True), BinlogColumn("n", 3)),
                      Position("binlog.000001", 900))
     assert tracker.mounter(keyed).schema.primary_key == ("id",)
+
+
+def test_a_ddl_carries_the_sessions_time_zone_when_it_used_it(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, here: object
+) -> None:
+    """The Query event's time_zone status variable, on the real server: written for a DDL that evaluated
+    CURRENT_TIMESTAMP in a session zone (`-8:00` as the server normalizes it), not for one that did not."""
+    mysql.execute(
+        "CREATE TABLE z (id INT PRIMARY KEY)",
+        "SET time_zone = '-8:00'",
+        "ALTER TABLE z ADD COLUMN plain INT",
+        "ALTER TABLE z ADD COLUMN added DATETIME DEFAULT CURRENT_TIMESTAMP",
+        database=database,
+    )
+    events = capture(settings, here)  # type: ignore[arg-type]
+    assert [(e.sql, e.time_zone) for e in events if isinstance(e, DDLEvent) and e.database == database] == [
+        ("CREATE TABLE z (id INT PRIMARY KEY)", ""), ("ALTER TABLE z ADD COLUMN plain INT", ""),
+        ("ALTER TABLE z ADD COLUMN added DATETIME DEFAULT CURRENT_TIMESTAMP", "-08:00")]

@@ -13,7 +13,7 @@ from changefeed.ddl_parse import (
     parse_ddl,
 )
 from spark_pipelines.errors import DDLError
-from spark_pipelines.transforms.column_values import refuse_unknowable
+from spark_pipelines.transforms.column_values import refuse_unknowable, spark_zone
 from spark_pipelines.transforms.create_table import definition_type
 
 
@@ -78,3 +78,8 @@ def test_values_the_binlog_does_not_tell_stop_the_query_naming_the_statement(sql
     with pytest.raises(DDLError, match="cannot") as error:
         refuse_unknowable(edit.column, sql)
     assert sql in str(error.value)
+
+
+def test_session_zones_as_spark_names_them() -> None:
+    assert [spark_zone(z) for z in ("-8:00", "+05:30", "-08:00", "Europe/Paris", "", None)] == [
+        "-08:00", "+05:30", "-08:00", "Europe/Paris", None, None]
