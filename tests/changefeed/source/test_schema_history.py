@@ -110,7 +110,6 @@ def test_ddl_mid_stream_and_replay(
     assert replayed == rows[1:]
 
 
-
 def test_a_table_created_filled_and_dropped_before_capture_keeps_its_key(
     mysql: MySQLServer, database: str, settings: ConnectionSettings, here: object, tmp_path: Path
 ) -> None:
@@ -164,16 +163,21 @@ def test_a_table_dropped_while_information_schema_is_read_reads_as_gone(
         assert fetch_table_info(DropsTheTableBetweenItsQueries(cursor, mysql, table), table) is None
 
 
-def _map(*columns: BinlogColumn) -> TableMap:
-    return TableMap(7, "shop", "t", columns, Position("binlog.000001", 400))
+def _map(*columns: BinlogColumn, table_id: int = 7, at: int = 400) -> TableMap:
+    return TableMap(table_id, "shop", "t", columns, Position("binlog.000001", at))
+
+
+def _info(primary_key: tuple[str, ...]) -> TableInfo:
+    """shop.t (id INT NOT NULL, n INT) as information_schema describes it, with `primary_key`."""
+    return TableInfo(TableName("shop", "t"), (
+        InfoColumn("id", "int", "int", False, None, None, None, False, False),
+        InfoColumn("n", "int", "int", True, None, None, None, False, False)), primary_key, ())
 
 
 def test_the_table_maps_key_wins_over_a_version_read_without_one() -> None:
     """Pure tracker logic: a version recorded from information_schema without the key (the race above,
     or any other reason) does not hide the key the TABLE_MAP gives for the rows that follow."""
-    info = TableInfo(TableName("shop", "t"), (
-        InfoColumn("id", "int", "int", False, None, None, None, False, False),
-        InfoColumn("n", "int", "int", True, None, None, None, False, False)), (), ())
+    info = _info(())
     tracker = SchemaTracker(SchemaStore(), lambda name: info)
     create = parse_ddl("CREATE TABLE t (id INT PRIMARY KEY, n INT)", "shop")
     assert create is not None
@@ -191,15 +195,12 @@ def test_a_key_added_after_the_rows_is_not_theirs() -> None:
     """Pure tracker logic: with no version recorded (the table predates capture), rows written before
     `ALTER TABLE t ADD PRIMARY KEY (id)` keep the TABLE_MAP's answer (no key), though information_schema,
     read later, names one; the rows after the ALTER get it from their own TABLE_MAP."""
-    info = TableInfo(TableName("shop", "t"), (
-        InfoColumn("id", "int", "int", False, None, None, None, False, False),
-        InfoColumn("n", "int", "int", True, None, None, None, False, False)), ("id",), ())
+    info = _info(("id",))
     tracker = SchemaTracker(SchemaStore(), lambda name: info)
     unkeyed = _map(BinlogColumn("id", 3, nullable=False), BinlogColumn("n", 3))
     assert tracker.mounter(unkeyed).schema.primary_key == ()
     tracker.forget_table_ids()
-    keyed = TableMap(8, "shop", "t", (BinlogColumn("id", 3, nullable=False, primary=True), BinlogColumn("n", 3)),
-                     Position("binlog.000001", 900))
+    keyed = _map(BinlogColumn("id", 3, nullable=False, primary=True), BinlogColumn("n", 3), table_id=8, at=900)
     assert tracker.mounter(keyed).schema.primary_key == ("id",)
 
 

@@ -33,10 +33,6 @@ def _through_pipeline(mysql: MySQLServer, database: str, kafka: KafkaReference, 
     return config
 
 
-def _replay(spark: Any, config: PipelineConfig, tmp_path: Path) -> None:
-    """Every offset again from a new checkpoint into the same tables: the DDL applies again, over rows
-    that already hold their later values."""
-    run_once(spark, PipelineConfig(config.source, config.target_path, str(tmp_path / "checkpoint-replay")))
 
 
 def _assert_equal(mysql: MySQLServer, database: str, spark: Any, config: PipelineConfig, table: str) -> None:
@@ -49,6 +45,15 @@ def _assert_equal(mysql: MySQLServer, database: str, spark: Any, config: Pipelin
     assert delta.columns == columns, (table, delta.columns, columns)
     got = {tuple(row) for row in delta.collect()}
     assert got == expected, (table, sorted(got - expected, key=str)[:5], sorted(expected - got, key=str)[:5])
+
+
+def _assert_equal_also_after_replay(mysql: MySQLServer, database: str, spark: Any, config: PipelineConfig,
+                                    tmp_path: Path, table: str) -> None:
+    """Equal, then equal again after every offset is replayed from a new checkpoint into the same tables:
+    the DDL applies again, over rows that already hold their later values."""
+    _assert_equal(mysql, database, spark, config, table)
+    run_once(spark, PipelineConfig(config.source, config.target_path, str(tmp_path / "checkpoint-replay")))
+    _assert_equal(mysql, database, spark, config, table)
 
 
 def test_added_columns_take_their_default_in_existing_rows(
@@ -66,9 +71,7 @@ def test_added_columns_take_their_default_in_existing_rows(
         "INSERT INTO t (id, a, s, n, e, c) VALUES (4, 40, 'later', 5, 'y', 'abc')",
         "UPDATE t SET a = 11, s = 'mine' WHERE id = 1",
     ])
-    _assert_equal(mysql, database, spark, config, "t")
-    _replay(spark, config, tmp_path)
-    _assert_equal(mysql, database, spark, config, "t")
+    _assert_equal_also_after_replay(mysql, database, spark, config, tmp_path, "t")
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SELECT s, n, e, d FROM t WHERE id = 2")
         assert cur.fetchone() == ("new", 0, "x", Decimal("1.50"))  # the test compares defaults, not NULLs
@@ -87,9 +90,7 @@ def test_columns_keep_the_position_mysql_gives_them(
         "ALTER TABLE p CHANGE a a2 BIGINT FIRST",  # a2, z, b, id, c
         "INSERT INTO p VALUES (4, 'z4', 'four', 4, 44)",
     ])
-    _assert_equal(mysql, database, spark, config, "p")
-    _replay(spark, config, tmp_path)
-    _assert_equal(mysql, database, spark, config, "p")
+    _assert_equal_also_after_replay(mysql, database, spark, config, tmp_path, "p")
 
 
 def test_a_type_change_between_rows_of_one_batch_converts_as_mysql(
@@ -102,9 +103,7 @@ def test_a_type_change_between_rows_of_one_batch_converts_as_mysql(
         "ALTER TABLE f MODIFY d DECIMAL(8,2)",  # rounded half away from zero: 1.23, -0.01
         "INSERT INTO f VALUES (3, 2.718281828459045, 9.99)",
     ])
-    _assert_equal(mysql, database, spark, config, "f")
-    _replay(spark, config, tmp_path)
-    _assert_equal(mysql, database, spark, config, "f")
+    _assert_equal_also_after_replay(mysql, database, spark, config, tmp_path, "f")
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SELECT f FROM f WHERE id = 1")
         assert cur.fetchone() == (3.141590118408203,)
@@ -125,6 +124,4 @@ def test_current_timestamp_and_timestamp_literals_are_read_in_the_ddl_sessions_z
         "ALTER TABLE w ADD COLUMN since TIMESTAMP NULL DEFAULT '2024-01-01 00:00:00'",
         "INSERT INTO w (id, a) VALUES (3, 3)",
     ])
-    _assert_equal(mysql, database, spark, config, "w")
-    _replay(spark, config, tmp_path)
-    _assert_equal(mysql, database, spark, config, "w")
+    _assert_equal_also_after_replay(mysql, database, spark, config, tmp_path, "w")
