@@ -59,6 +59,7 @@ from changefeed.source.records import (
     RowsRecord,
     TableMap,
 )
+from changefeed.source.row_decoder import RowsDecoder
 from changefeed.source.server import ConnectionSettings, translate_error
 from changefeed.source.server_version import UNREADABLE_EVENTS
 from changefeed.source.statement_dml import classify_dml
@@ -280,6 +281,7 @@ class BinlogReader:
             only_events=_EVENTS, filter_non_implemented_events=False, slave_heartbeat=heartbeat_s if blocking else None,
             enable_logging=False, **kwargs)
         self._file = start.file
+        self._rows = RowsDecoder()
 
     def close(self) -> None:
         self._stream.close()
@@ -317,7 +319,10 @@ class BinlogReader:
             last_end = self._position()
             kind = _ROW_KINDS.get(type(event))
             if kind is not None:
-                yield RowsRecord(kind, event.table_id, event.schema, event.table, event.rows, event.timestamp,
+                rows = self._rows.rows(event)
+                if rows is None:
+                    rows = event.rows
+                yield RowsRecord(kind, event.table_id, event.schema, event.table, rows, event.timestamp,
                                  self._position())
             elif isinstance(event, TableMapEvent):
                 nulls = event.null_bitmask

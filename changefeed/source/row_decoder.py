@@ -1,0 +1,232 @@
+"""Decode the rows of a binlog rows event in one pass over its bytes, giving what the library gives.
+
+python-mysql-replication decodes a row column by column through several method calls each (a bitmap
+test, a type dispatch over ~25 branches, a packet read through two wrappers, name lookups through the
+table map): about 15 of the 25 microseconds capture spends on a 4-column row. This decoder chooses one
+reader per column once per TABLE_MAP (cached by the columns' description) and reads integers, floats
+and strings straight from the event's bytes with precompiled `struct` formats; every other type (DECIMAL,
+date and time types, ENUM, SET, BIT, JSON, GEOMETRY) is read by the library's own per-column reader at
+the same position, so those values, and the library quirks `mounter` fixes, are exactly the library's.
+
+Row layout (MySQL, libbinlogevents/include/rows_event.h): per row a NULL bitmap with one bit per column
+present in the row image, then the values of the non-NULL columns in column order; an UPDATE has the
+before image, then the after image. Only full row images take this path (binlog_row_image=FULL, which
+the capture requires); an event with a partial image, a column without a name (no optional metadata) or
+an unread packet buffer returns None and the caller asks the library (`event.rows`).
+
+`tests/changefeed/source/test_row_decoder.py` decodes every column type from a real server both ways and
+compares.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pymysqlreplication.constants import FIELD_TYPE
+from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
+
+# (the event's bytes, where the value starts) -> (value, where the next one starts)
+Reader = Callable[[bytes, int], tuple[Any, int]]
+
+_NUMBERS: dict[tuple[int, bool], struct.Struct] = {
+    (FIELD_TYPE.TINY, False): struct.Struct("<b"), (FIELD_TYPE.TINY, True): struct.Struct("<B"),
+    (FIELD_TYPE.SHORT, False): struct.Struct("<h"), (FIELD_TYPE.SHORT, True): struct.Struct("<H"),
+    (FIELD_TYPE.LONG, False): struct.Struct("<i"), (FIELD_TYPE.LONG, True): struct.Struct("<I"),
+    (FIELD_TYPE.LONGLONG, False): struct.Struct("<q"), (FIELD_TYPE.LONGLONG, True): struct.Struct("<Q"),
+    (FIELD_TYPE.FLOAT, False): struct.Struct("<f"), (FIELD_TYPE.FLOAT, True): struct.Struct("<f"),
+    (FIELD_TYPE.DOUBLE, False): struct.Struct("<d"), (FIELD_TYPE.DOUBLE, True): struct.Struct("<d"),
+}
+
+
+def _number(layout: struct.Struct) -> Reader:
+    unpack, size = layout.unpack_from, layout.size
+
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        return unpack(data, pos)[0], pos + size
+
+    return read
+
+
+def _int24(unsigned: bool) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        value = int.from_bytes(data[pos:pos + 3], "little", signed=not unsigned)
+        return value, pos + 3
+
+    return read
+
+
+def _year(data: bytes, pos: int) -> tuple[Any, int]:
+    return data[pos] + 1900, pos + 1  # the library's value; mounter maps 1900 (YEAR 0000) back to 0
+
+
+def _text_decoder(column: Any, ignore_errors: bool) -> Callable[[bytes], Any] | None:
+    """How the library's `__read_string` turns the bytes into a value, or None where it would fail."""
+    errors = "ignore" if ignore_errors else "strict"
+    if column.character_set_name is None:
+        return lambda raw: raw.decode("utf-8", errors)
+    encoding = RowsEvent.charset_to_encoding(column.character_set_name)
+    if not isinstance(encoding, str):
+        return None  # the library would raise on it: let it, on its own path
+    try:
+        "".encode(encoding)
+    except LookupError:
+        # 'binary' and charsets Python lacks stay bytes, as in the library; but CPython decodes b'' to ''
+        # before it looks the codec up, so an empty one is str there (mounter turns it back into b'').
+        return lambda raw: raw or ""
+    return lambda raw: raw.decode(encoding, errors)
+
+
+def _string(length_size: int, decode: Callable[[bytes], Any]) -> Reader:
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        start = pos + length_size
+        end = start + int.from_bytes(data[pos:start], "little")
+        if end > len(data):
+            raise ValueError(f"a string of {end - start} bytes runs past the end of the rows event")
+        return decode(data[start:end]), end
+
+    return read
+
+
+def _fast_reader(column: Any, ignore_errors: bool) -> Reader | None:
+    kind = column.type
+    if kind == FIELD_TYPE.INT24:
+        return _int24(bool(column.unsigned))
+    layout = _NUMBERS.get((kind, bool(column.unsigned)))
+    if layout is not None:
+        return _number(layout)
+    if kind == FIELD_TYPE.YEAR:
+        return _year
+    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+        decode = _text_decoder(column, ignore_errors)
+        if decode is None:
+            return None
+        if kind == FIELD_TYPE.BLOB:
+            return _string(column.length_size, decode)
+        return _string(2 if column.max_length > 255 else 1, decode)
+    return None
+
+
+class RowPlan:
+    """How to read the rows of one table version: a name and a reader (None: the library's) per column."""
+
+    def __init__(self, columns: Sequence[Any], ignore_errors: bool) -> None:
+        self.names = [column.name for column in columns]
+        self.columns = list(columns)
+        self.readers = [_fast_reader(column, ignore_errors) for column in columns]
+        self.null_bytes = (len(columns) + 7) // 8
+        self.present = _all_ones(len(columns))
+        self.has_sets = any(column.type == FIELD_TYPE.SET for column in columns)
+        # Per column: its NULL bit (byte, mask), name, reader, index.
+        self.steps = [(i >> 3, 1 << (i & 7), name, read, i)
+                      for i, (name, read) in enumerate(zip(self.names, self.readers, strict=True))]
+
+
+def plan_key(columns: Sequence[Any]) -> tuple[Any, ...]:
+    """What a plan depends on; equal keys share a plan (each TABLE_MAP brings new column objects)."""
+    return tuple(
+        (c.name, c.type, c.unsigned, getattr(c, "max_length", None), getattr(c, "length_size", None),
+         c.character_set_name, getattr(c, "fsp", None), getattr(c, "precision", None),
+         getattr(c, "decimals", None), getattr(c, "bits", None), getattr(c, "size", None),
+         tuple(c.enum_values or ()), tuple(c.set_values or ()))
+        for c in columns)
+
+
+def _all_ones(count: int) -> bytes:
+    whole, rest = divmod(count, 8)
+    return b"\xff" * whole + (bytes([(1 << rest) - 1]) if rest else b"")
+
+
+def _covers_all(bitmap: bytes, count: int) -> bool:
+    """Every column is in the image (bits past the last column, unused, may be either)."""
+    full = _all_ones(count)
+    if len(bitmap) != len(full):
+        return False
+    return all(b & f == f for b, f in zip(bitmap, full, strict=True))
+
+
+class RowsDecoder:
+    """Decodes rows events with one plan per table version; returns None where the library must."""
+
+    def __init__(self) -> None:
+        self._plans: dict[tuple[Any, ...], RowPlan] = {}
+
+    def plan(self, event: RowsEvent) -> RowPlan | None:
+        columns = event.columns
+        if event.number_of_columns != len(columns) or not all(c.name for c in columns):
+            return None
+        if not _covers_all(event.columns_present_bitmap, len(columns)):
+            return None
+        if isinstance(event, UpdateRowsEvent) and not _covers_all(event.columns_present_bitmap2, len(columns)):
+            return None
+        key = plan_key(columns)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = RowPlan(columns, event._ignore_decode_errors)
+        return plan
+
+    def rows(self, event: RowsEvent) -> list[dict[str, Any]] | None:
+        """The event's rows as `event.rows` gives them, or None (then use `event.rows`)."""
+        wrapper = event.packet
+        if wrapper._BinLogPacketWrapper__data_buffer or not event.complete:
+            return None
+        plan = self.plan(event)
+        if plan is None:
+            return None
+        packet = wrapper.packet  # pymysql's packet: the event's bytes and the read position in them
+        data: bytes = packet._data
+        pos: int = packet._position
+        end = pos + event.event_size - wrapper.read_bytes
+        update = isinstance(event, UpdateRowsEvent)
+        rows: list[dict[str, Any]] = []
+        # The library keeps one none_sources map per event and reads it after each image: so do we.
+        sets = plan.has_sets
+        while pos < end:
+            row: dict[str, Any] = {}
+            values, pos = self._image(event, plan, data, pos)
+            if update:
+                row["before_values"] = values
+                if sets:
+                    row["before_none_sources"] = event._get_none_sources(values)
+                row["after_values"], pos = self._image(event, plan, data, pos)
+                if sets:
+                    row["after_none_sources"] = event._get_none_sources(row["after_values"])
+            else:
+                row["values"] = values
+                if sets:
+                    row["none_sources"] = event._get_none_sources(values)
+            rows.append(row)
+        if pos != end:
+            raise ValueError(f"rows of {event.schema}.{event.table} end at byte {pos}, the event at {end}")
+        # The library's own bookkeeping: the rows are read, `event.rows` must not read them again.
+        wrapper.read_bytes = event.event_size
+        packet._position = end
+        return rows
+
+    @staticmethod
+    def _image(event: RowsEvent, plan: RowPlan, data: bytes, pos: int) -> tuple[dict[str, Any], int]:
+        nulls = data[pos:pos + plan.null_bytes]
+        pos += plan.null_bytes
+        values: dict[str, Any] = {}
+        for byte, mask, name, read, i in plan.steps:
+            if nulls[byte] & mask:
+                values[name] = None
+                if plan.has_sets:
+                    event._RowsEvent__none_sources[name] = "null"
+            elif read is not None:
+                values[name], pos = read(data, pos)
+            else:
+                values[name], pos = _library_value(event, plan, i, nulls, data, pos)
+        return values, pos
+
+
+def _library_value(event: RowsEvent, plan: RowPlan, index: int, nulls: bytes, data: bytes,
+                   pos: int) -> tuple[Any, int]:
+    """One value read by the library's per-column reader at `pos` (it reads through `event.packet`)."""
+    packet = event.packet.packet
+    packet._position = pos
+    column = plan.columns[index]
+    value = event._RowsEvent__read_values_name(
+        column, nulls, index, False, plan.present, column.unsigned, index)
+    return value, packet._position
