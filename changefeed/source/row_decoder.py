@@ -2,11 +2,12 @@
 
 python-mysql-replication decodes a row column by column through several method calls each (a bitmap
 test, a type dispatch over ~25 branches, a packet read through two wrappers, name lookups through the
-table map): about 15 of the 25 microseconds capture spends on a 4-column row. This decoder chooses one
-reader per column once per TABLE_MAP (cached by the columns' description) and reads integers, floats
-and strings straight from the event's bytes with precompiled `struct` formats; every other type (DECIMAL,
-date and time types, ENUM, SET, BIT, JSON, GEOMETRY) is read by the library's own per-column reader at
-the same position, so those values, and the library quirks `mounter` fixes, are exactly the library's.
+table map): about 15 of the 25 microseconds capture spent on a 4-column row. This decoder chooses one
+reader per column once per TABLE_MAP (cached by the columns' description, `row_readers`) and reads
+integers, floats, strings, DECIMAL, DATE, DATETIME, TIMESTAMP and ENUM straight from the event's bytes;
+the other types (TIME, SET, BIT, JSON, GEOMETRY) and rare values (a zero date) are read by the library's
+own per-column reader at the same position, so every value, and every library quirk `mounter` fixes,
+is exactly the library's.
 
 Row layout (MySQL, libbinlogevents/include/rows_event.h): per row a NULL bitmap with one bit per column
 present in the row image, then the values of the non-NULL columns in column order; an UPDATE has the
@@ -20,92 +21,13 @@ compares.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
 
-# (the event's bytes, where the value starts) -> (value, where the next one starts)
-Reader = Callable[[bytes, int], tuple[Any, int]]
-
-_NUMBERS: dict[tuple[int, bool], struct.Struct] = {
-    (FIELD_TYPE.TINY, False): struct.Struct("<b"), (FIELD_TYPE.TINY, True): struct.Struct("<B"),
-    (FIELD_TYPE.SHORT, False): struct.Struct("<h"), (FIELD_TYPE.SHORT, True): struct.Struct("<H"),
-    (FIELD_TYPE.LONG, False): struct.Struct("<i"), (FIELD_TYPE.LONG, True): struct.Struct("<I"),
-    (FIELD_TYPE.LONGLONG, False): struct.Struct("<q"), (FIELD_TYPE.LONGLONG, True): struct.Struct("<Q"),
-    (FIELD_TYPE.FLOAT, False): struct.Struct("<f"), (FIELD_TYPE.FLOAT, True): struct.Struct("<f"),
-    (FIELD_TYPE.DOUBLE, False): struct.Struct("<d"), (FIELD_TYPE.DOUBLE, True): struct.Struct("<d"),
-}
-
-
-def _number(layout: struct.Struct) -> Reader:
-    unpack, size = layout.unpack_from, layout.size
-
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        return unpack(data, pos)[0], pos + size
-
-    return read
-
-
-def _int24(unsigned: bool) -> Reader:
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        value = int.from_bytes(data[pos:pos + 3], "little", signed=not unsigned)
-        return value, pos + 3
-
-    return read
-
-
-def _year(data: bytes, pos: int) -> tuple[Any, int]:
-    return data[pos] + 1900, pos + 1  # the library's value; mounter maps 1900 (YEAR 0000) back to 0
-
-
-def _text_decoder(column: Any, ignore_errors: bool) -> Callable[[bytes], Any] | None:
-    """How the library's `__read_string` turns the bytes into a value, or None where it would fail."""
-    errors = "ignore" if ignore_errors else "strict"
-    if column.character_set_name is None:
-        return lambda raw: raw.decode("utf-8", errors)
-    encoding = RowsEvent.charset_to_encoding(column.character_set_name)
-    if not isinstance(encoding, str):
-        return None  # the library would raise on it: let it, on its own path
-    try:
-        "".encode(encoding)
-    except LookupError:
-        # 'binary' and charsets Python lacks stay bytes, as in the library; but CPython decodes b'' to ''
-        # before it looks the codec up, so an empty one is str there (mounter turns it back into b'').
-        return lambda raw: raw or ""
-    return lambda raw: raw.decode(encoding, errors)
-
-
-def _string(length_size: int, decode: Callable[[bytes], Any]) -> Reader:
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        start = pos + length_size
-        end = start + int.from_bytes(data[pos:start], "little")
-        if end > len(data):
-            raise ValueError(f"a string of {end - start} bytes runs past the end of the rows event")
-        return decode(data[start:end]), end
-
-    return read
-
-
-def _fast_reader(column: Any, ignore_errors: bool) -> Reader | None:
-    kind = column.type
-    if kind == FIELD_TYPE.INT24:
-        return _int24(bool(column.unsigned))
-    layout = _NUMBERS.get((kind, bool(column.unsigned)))
-    if layout is not None:
-        return _number(layout)
-    if kind == FIELD_TYPE.YEAR:
-        return _year
-    if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
-        decode = _text_decoder(column, ignore_errors)
-        if decode is None:
-            return None
-        if kind == FIELD_TYPE.BLOB:
-            return _string(column.length_size, decode)
-        return _string(2 if column.max_length > 255 else 1, decode)
-    return None
+from changefeed.source.row_readers import LIBRARY, column_reader
 
 
 class RowPlan:
@@ -114,7 +36,7 @@ class RowPlan:
     def __init__(self, columns: Sequence[Any], ignore_errors: bool) -> None:
         self.names = [column.name for column in columns]
         self.columns = list(columns)
-        self.readers = [_fast_reader(column, ignore_errors) for column in columns]
+        self.readers = [column_reader(column, ignore_errors) for column in columns]
         self.null_bytes = (len(columns) + 7) // 8
         self.present = _all_ones(len(columns))
         self.has_sets = any(column.type == FIELD_TYPE.SET for column in columns)
@@ -214,10 +136,11 @@ class RowsDecoder:
                 values[name] = None
                 if plan.has_sets:
                     event._RowsEvent__none_sources[name] = "null"
-            elif read is not None:
-                values[name], pos = read(data, pos)
             else:
-                values[name], pos = _library_value(event, plan, i, nulls, data, pos)
+                value, pos = read(data, pos) if read is not None else (LIBRARY, pos)
+                if value is LIBRARY:  # a type, or a rare value (a zero date...), only the library reads
+                    value, pos = _library_value(event, plan, i, nulls, data, pos)
+                values[name] = value
         return values, pos
 
 

@@ -27,7 +27,9 @@ from lakefeed_testing import MySQLServer
 EVERY_TYPE = """
   id INT PRIMARY KEY, ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
   mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED, bi BIGINT, biu BIGINT UNSIGNED,
-  f FLOAT, db DOUBLE, d DECIMAL(12,3), y YEAR, dt DATE, dtt DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(2),
+  f FLOAT, db DOUBLE, d DECIMAL(12,3), d0 DECIMAL(5,0) UNSIGNED, dl DECIMAL(65,30), df DECIMAL(3,3), y YEAR,
+  dt DATE, dtt DATETIME(6), dt0 DATETIME, dt1 DATETIME(1), ts TIMESTAMP(3) NULL, ts5 TIMESTAMP(5) NULL,
+  ts0 TIMESTAMP NULL, tm TIME(2),
   c CHAR(3), cw CHAR(100), v VARCHAR(40), vw VARCHAR(300), l1 VARCHAR(20) CHARACTER SET latin1,
   a VARCHAR(20) CHARACTER SET ascii, tt TINYTEXT, tx TEXT, mt MEDIUMTEXT,
   bn BINARY(4), vb VARBINARY(300), tb TINYBLOB, bl BLOB, e ENUM('a','b','c d'), st SET('x','y','z'),
@@ -55,10 +57,18 @@ def _row(rng: random.Random, key: int) -> tuple[Any, ...]:
         m(r, lambda: r.randint(-(2**31), 2**31 - 1)), m(r, lambda: r.randint(0, 2**32 - 1)),
         m(r, lambda: r.randint(-(2**63), 2**63 - 1)), m(r, lambda: r.randint(0, 2**64 - 1)),
         m(r, lambda: r.uniform(-1e30, 1e30)), m(r, lambda: r.uniform(-1e300, 1e300)),
-        m(r, lambda: Decimal(r.randint(-(10**12) + 1, 10**12 - 1)).scaleb(-3)), m(r, lambda: r.choice([0, 1901, 2155])),
-        m(r, lambda: datetime.date(r.randint(1, 9999), r.randint(1, 12), r.randint(1, 28))),
+        m(r, lambda: Decimal(r.randint(-(10**12) + 1, 10**12 - 1)).scaleb(-3)), m(r, lambda: r.randint(0, 99999)),
+        m(r, lambda: Decimal(r.randint(-(10**65) + 1, 10**65 - 1)).scaleb(-30)),
+        m(r, lambda: Decimal(r.randint(-999, 999)).scaleb(-3)), m(r, lambda: r.choice([0, 1901, 2155])),
+        m(r, lambda: r.choice(["0000-00-00", "2024-00-10", "2024-02-00"]) if r.random() < 0.1
+          else datetime.date(r.randint(1, 9999), r.randint(1, 12), r.randint(1, 28))),
         m(r, lambda: datetime.datetime(r.randint(1000, 9999), 1, 2, 3, 4, 5, r.randint(0, 999999))),
-        m(r, lambda: datetime.datetime(2020, 5, 6, 7, 8, 9, 123000)), m(r, lambda: f"-{r.randint(0, 838)}:01:02.5"),
+        m(r, lambda: "0000-00-00 00:00:00" if r.random() < 0.1 else datetime.datetime(r.randint(1000, 9999), 12, 31)),
+        m(r, lambda: datetime.datetime(1970, 1, 1, 0, 0, 0, r.choice([0, 100000, 900000]))),
+        m(r, lambda: datetime.datetime(2020, 5, 6, 7, 8, 9, 123000)),
+        m(r, lambda: datetime.datetime(r.randint(1970, 2037), 5, 6, 7, 8, 9, r.randint(0, 99999) * 10)),
+        m(r, lambda: "0000-00-00 00:00:00" if r.random() < 0.2 else datetime.datetime(r.randint(1971, 2037), 1, 1)),
+        m(r, lambda: f"-{r.randint(0, 838)}:01:02.5"),
         m(r, lambda: _text(r, 3)), m(r, lambda: _text(r, 100)), m(r, lambda: _text(r, 40)),
         m(r, lambda: _text(r, 300)), m(r, lambda: "".join(r.choice("aé¤ü") for _ in range(r.randint(0, 20)))),
         m(r, lambda: "".join(r.choice(string.printable) for _ in range(r.randint(0, 20)))),
@@ -122,6 +132,8 @@ def test_every_column_type_decodes_as_the_library_does(
     placeholders = ", ".join(["%s"] * len(_row(rng, 0)))
     with mysql.connect(database) as conn, conn.cursor() as cur:
         cur.execute("SET time_zone = '+00:00'")
+        # Zero and partly zero dates are stored as they are only outside strict mode.
+        cur.execute("SET sql_mode = 'ALLOW_INVALID_DATES'")
         for batch in range(6):
             keys = range(batch * 40, batch * 40 + 40)
             cur.executemany(f"INSERT INTO every VALUES ({placeholders})", [_row(rng, k) for k in keys])
@@ -131,6 +143,8 @@ def test_every_column_type_decodes_as_the_library_does(
             for key in changed[10:]:
                 cur.execute("UPDATE every SET v = %s, j = NULL, st = '' WHERE id = %s", (_text(rng, 40), key))
             cur.execute("DELETE FROM every WHERE id %% 7 = %s", (batch,))
+        cur.execute("SELECT COUNT(*) FROM every WHERE dt = '0000-00-00' OR MONTH(dt) = 0 OR dt0 = 0 OR ts0 = 0")
+        assert cur.fetchone()[0] > 0, "the workload should store zero dates, which only the library reads"
     assert _same_as_the_library(settings, start, "every", has_sets=True) > 0
 
 
