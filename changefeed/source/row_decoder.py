@@ -29,6 +29,8 @@ from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
 
 from changefeed.source.row_readers import LIBRARY, column_reader
 
+_MAX_PLANS = 1024  # table versions pile up only through DDL; past this many, start again
+
 
 class RowPlan:
     """How to read the rows of one table version: a name and a reader (None: the library's) per column."""
@@ -85,6 +87,8 @@ class RowsDecoder:
         key = plan_key(columns)
         plan = self._plans.get(key)
         if plan is None:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
             plan = self._plans[key] = RowPlan(columns, event._ignore_decode_errors)
         return plan
 
@@ -139,17 +143,19 @@ class RowsDecoder:
             else:
                 value, pos = read(data, pos) if read is not None else (LIBRARY, pos)
                 if value is LIBRARY:  # a type, or a rare value (a zero date...), only the library reads
-                    value, pos = _library_value(event, plan, i, nulls, data, pos)
+                    value, pos = _library_value(event, plan, i, nulls, pos)
                 values[name] = value
         return values, pos
 
 
-def _library_value(event: RowsEvent, plan: RowPlan, index: int, nulls: bytes, data: bytes,
-                   pos: int) -> tuple[Any, int]:
+def _library_value(event: RowsEvent, plan: RowPlan, index: int, nulls: bytes, pos: int) -> tuple[Any, int]:
     """One value read by the library's per-column reader at `pos` (it reads through `event.packet`)."""
-    packet = event.packet.packet
+    wrapper = event.packet
+    packet = wrapper.packet
     packet._position = pos
     column = plan.columns[index]
     value = event._RowsEvent__read_values_name(
         column, nulls, index, False, plan.present, column.unsigned, index)
+    if wrapper._BinLogPacketWrapper__data_buffer:  # a reader that pushed bytes back and left them
+        raise ValueError(f"column {column.name} of {event.schema}.{event.table} left unread bytes behind")
     return value, packet._position
