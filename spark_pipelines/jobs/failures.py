@@ -12,9 +12,9 @@ the 1,000-line `java.lang.StackOverflowError` from `java.util.regex` printed whe
 interrupts a batch, and Spark then sees neither a clean stop nor the real error.
 
 So the batch function re-raises a Java failure as a short PipelineError: the Java error's first line
-only (the full trace is logged first). An interruption by the query's stop (the thread interrupted, or
-the batch's Spark job cancelled with the query's job group, as Spark itself recognises it) is spelled
-the way Spark's check expects, so the query ends as stopped.
+only (the full trace is logged first, as an error). An interruption by the query's stop (the thread
+interrupted, or the batch's Spark job cancelled with the query's job group, as Spark itself recognises
+it) is spelled the way Spark's check expects, so the query ends as stopped, and logged as one info line.
 """
 
 from __future__ import annotations
@@ -44,14 +44,17 @@ def short_failure(error: BaseException, batch_id: int, job_group: str | None) ->
     """The error to raise instead of `error` (a Py4JJavaError): short, and an interruption when the
     query's stop caused it."""
     text = str(error)
-    log.error("batch %d: a Spark job failed:\n%s", batch_id, text)
     call = _CALL.search(text)
     lines = [match.group(1) for match in _EXCEPTION_LINE.finditer(text)]
     first = (lines[0] if lines else text.strip().splitlines()[0] if text.strip() else "")[:FIRST_LINE_CHARS]
     if interrupted(lines, job_group):
+        # The query's own stop: expected, so one line (the trace only at debug), not an error.
+        log.info("batch %d: interrupted by the query's stop (%s)", batch_id, first[:200])
+        log.debug("batch %d: the interrupted Spark job:\n%s", batch_id, text)
         return BatchInterrupted(
             f"{_PROXY_PREFIX} {call.group(1) if call else 'the batch'}: {INTERRUPTIONS[0]}: batch {batch_id} "
             f"stopped with the query ({first[:200]})")
+    log.error("batch %d: a Spark job failed:\n%s", batch_id, text)
     return SparkJobError(f"batch {batch_id}: a Spark job failed: {first}; the driver log has the full Java stack "
                          "trace. The query can be restarted from its checkpoint: a re-run batch skips the tables "
                          "it already merged")

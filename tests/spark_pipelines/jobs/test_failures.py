@@ -2,6 +2,7 @@
 check (StreamExecution.isInterruptionException, run on the JVM here) can read: before, the Java stack
 trace in the Python traceback made that check overflow the stack (java.util.regex recursion)."""
 
+import logging
 import traceback
 from pathlib import Path
 from typing import Any
@@ -46,19 +47,33 @@ def _stop_check(spark: Any, message: str) -> bool:
         exception, spark._jsc.sc()))
 
 
-def test_a_failed_job_is_a_short_error_and_no_stack_overflow(spark: Any, tmp_path: Path) -> None:
+def _records_of_failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "spark_pipelines.jobs.failures"]
+
+
+def test_a_failed_job_is_a_short_error_and_no_stack_overflow(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     failed = _failed_job(spark, tmp_path)
     # The cause of the StackOverflowError: the unshortened traceback (what the batch raised before).
     with pytest.raises(Py4JJavaError, match="StackOverflowError"):
         _stop_check(spark, _what_py4j_sends(failed))
-    error = short_failure(failed, 7, job_group=None)
+    with caplog.at_level(logging.INFO, logger="spark_pipelines.jobs.failures"):
+        error = short_failure(failed, 7, job_group=None)
+    ours = _records_of_failures(caplog)
+    assert [r.levelno for r in ours] == [logging.ERROR] and "\tat " in ours[0].getMessage()
     assert isinstance(error, SparkJobError) and error.retriable
     assert "batch 7" in str(error) and "FAILED_READ_FILE" in str(error) and "\tat " not in str(error)
     assert _stop_check(spark, _what_py4j_sends(error)) is False
 
 
-def test_an_interrupted_batch_is_read_as_a_stop(spark: Any) -> None:
-    error = short_failure(_interrupted(spark), 3, job_group=None)
+def test_an_interrupted_batch_is_read_as_a_stop(spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="spark_pipelines.jobs.failures"):
+        error = short_failure(_interrupted(spark), 3, job_group=None)
+    # A query's stop is expected: one info line, no error and no Java stack trace in the log.
+    ours = _records_of_failures(caplog)
+    assert [r.levelno for r in ours] == [logging.INFO]
+    assert "interrupted by the query's stop" in ours[0].getMessage() and "\tat " not in ours[0].getMessage()
     assert isinstance(error, BatchInterrupted)
     assert _stop_check(spark, _what_py4j_sends(error)) is True
 
