@@ -18,8 +18,8 @@ import pytest
 
 from changefeed.model import Position
 from changefeed.source import row_decoder
-from changefeed.source.capture import start_position
 from changefeed.source.binlog_reader import BinlogReader
+from changefeed.source.capture import start_position
 from changefeed.source.records import RowsRecord
 from changefeed.source.server import ConnectionSettings
 from lakefeed_testing import MySQLServer
