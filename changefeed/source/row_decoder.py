@@ -33,18 +33,22 @@ _MAX_PLANS = 1024  # table versions pile up only through DDL; past this many, st
 
 
 class RowPlan:
-    """How to read the rows of one table version: a name and a reader (None: the library's) per column."""
+    """How to read the rows of one table version: per column its NULL bit, name and reader (None: the
+    library's)."""
 
     def __init__(self, columns: Sequence[Any], ignore_errors: bool) -> None:
-        self.names = [column.name for column in columns]
         self.columns = list(columns)
-        self.readers = [column_reader(column, ignore_errors) for column in columns]
         self.null_bytes = (len(columns) + 7) // 8
         self.present = _all_ones(len(columns))
         self.has_sets = any(column.type == FIELD_TYPE.SET for column in columns)
         # Per column: its NULL bit (byte, mask), name, reader, index.
-        self.steps = [(i >> 3, 1 << (i & 7), name, read, i)
-                      for i, (name, read) in enumerate(zip(self.names, self.readers, strict=True))]
+        self.steps = [(i >> 3, 1 << (i & 7), column.name, column_reader(column, ignore_errors), i)
+                      for i, column in enumerate(columns)]
+
+    def covers(self, bitmap: bytes) -> bool:
+        """Every column is in the image (bits past the last column, unused, may be either)."""
+        return len(bitmap) == len(self.present) and all(
+            b & f == f for b, f in zip(bitmap, self.present, strict=True))
 
 
 def plan_key(columns: Sequence[Any]) -> tuple[Any, ...]:
@@ -62,34 +66,35 @@ def _all_ones(count: int) -> bytes:
     return b"\xff" * whole + (bytes([(1 << rest) - 1]) if rest else b"")
 
 
-def _covers_all(bitmap: bytes, count: int) -> bool:
-    """Every column is in the image (bits past the last column, unused, may be either)."""
-    full = _all_ones(count)
-    if len(bitmap) != len(full):
-        return False
-    return all(b & f == f for b, f in zip(bitmap, full, strict=True))
-
-
 class RowsDecoder:
     """Decodes rows events with one plan per table version; returns None where the library must."""
 
     def __init__(self) -> None:
         self._plans: dict[tuple[Any, ...], RowPlan] = {}
+        # The rows events after one TABLE_MAP share its column list: its plan is found once, not per event.
+        self._columns: Any = None
+        self._plan: RowPlan | None = None
 
     def plan(self, event: RowsEvent) -> RowPlan | None:
         columns = event.columns
-        if event.number_of_columns != len(columns) or not all(c.name for c in columns):
+        if columns is not self._columns:
+            self._columns, self._plan = columns, self._plan_of(columns, event._ignore_decode_errors)
+        plan = self._plan
+        if plan is None or event.number_of_columns != len(columns) or not plan.covers(event.columns_present_bitmap):
             return None
-        if not _covers_all(event.columns_present_bitmap, len(columns)):
+        if isinstance(event, UpdateRowsEvent) and not plan.covers(event.columns_present_bitmap2):
             return None
-        if isinstance(event, UpdateRowsEvent) and not _covers_all(event.columns_present_bitmap2, len(columns)):
-            return None
+        return plan
+
+    def _plan_of(self, columns: Sequence[Any], ignore_errors: bool) -> RowPlan | None:
+        if not all(c.name for c in columns):
+            return None  # no column names in the TABLE_MAP: the library looks them up
         key = plan_key(columns)
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= _MAX_PLANS:
                 self._plans.clear()
-            plan = self._plans[key] = RowPlan(columns, event._ignore_decode_errors)
+            plan = self._plans[key] = RowPlan(columns, ignore_errors)
         return plan
 
     def rows(self, event: RowsEvent) -> list[dict[str, Any]] | None:
