@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/broker.py [--small 150000] [--large 40000] [--latency-seconds 3] [--rate 500]
         [--consume-seconds 5] [--tls]
+    .venv/bin/python bench/broker.py --client kafka-perf [--rounds 3] [--small 3000000] [--large 1000000]
     .venv/bin/python bench/broker.py --case many [--partitions 1000] [--producers 20] [--consumers 20]
         [--records-per-producer 5000] [--many-rate 1000]
 
@@ -15,6 +16,9 @@ For each record size (100 B and 1 KiB) and acks (1 and all), on a fresh one-part
   MB/s and records/s, and the cores the consumer process and the broker used meanwhile;
 - latency: a Producer with linger.ms=0 sends `--rate` records/s for `--latency-seconds`; each record's
   produce() -> acknowledgement time is librdkafka's own `Message.latency()`: p50 and p99.
+`--client kafka-perf` (bench/_kafka_perf.py): the same cases measured with Kafka's own kafka-producer-perf-test
+and kafka-consumer-perf-test (Java clients), `--rounds` times each, ours and Kafka in turn; use larger --small and
+--large there (3,000,000 and 1,000,000 records: a read of a few hundred MB lasts about a second).
 `--case many` (bench/_many_partitions.py): one topic of `--partitions` partitions; `--producers` producer
 processes send `--records-per-producer` keyed 1 KiB records each (acks=all), then `--consumers` consumers in
 one group read everything back, then the producers send `--many-rate` records/s together for
@@ -42,6 +46,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _kafka_perf import PerfRound, perf_round, perf_table
 from _many_partitions import ManyResult, ManyShape, many_table, measure_many, process_cpu_seconds
 from _produce_timing import timed_produce
 
@@ -195,6 +200,25 @@ def _single(small: int, large: int, latency_seconds: float, rate: int, tls: bool
     return _table(rows)
 
 
+def _single_kafka_perf(small: int, large: int, latency_seconds: float, rate: int, rounds: int) -> str:
+    cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
+    rows: list[tuple[str, list[PerfRound], list[PerfRound]]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, _brokers(Path(root), False) as (ours, kafka):
+        bootstraps = (ours.client["bootstrap.servers"], kafka.client["bootstrap.servers"])
+        click.echo("warming up both brokers ...", err=True)
+        for bootstrap in bootstraps:
+            perf_round(bootstrap, 1024, min(large, 100_000), "all", rate, 1.0)
+        for size, count, acks in cases:
+            case = f"{size} B, acks={acks}, {count:,} records"
+            results: tuple[list[PerfRound], list[PerfRound]] = ([], [])
+            for index in range(rounds):
+                for bootstrap, found in zip(bootstraps, results, strict=True):
+                    click.echo(f"{case}: round {index + 1} of {rounds} against {bootstrap} ...", err=True)
+                    found.append(perf_round(bootstrap, size, count, acks, rate, latency_seconds))
+            rows.append((case, *results))
+    return perf_table(rows)
+
+
 @contextlib.contextmanager
 def _brokers(root: Path, tls: bool) -> Iterator[tuple[Side, Side]]:
     """Our broker and Kafka, both up; with `tls`, each serves an SSL listener (the same PEM key store, made here)
@@ -281,11 +305,18 @@ def _many(shape: ManyShape) -> str:
 @click.option("--many-rate", default=1000, show_default=True,
               help="records/s of all producers together during the latency run (many)")
 @click.option("--tls", is_flag=True, help="single: clients connect to both brokers over an SSL listener")
+@click.option("--client", type=click.Choice(["confluent", "kafka-perf"]), default="confluent", show_default=True,
+              help="single: confluent-kafka from this process, or Kafka's kafka-producer/consumer-perf-test (Java)")
+@click.option("--rounds", default=3, show_default=True, help="single with --client kafka-perf: rounds per case")
 def main(which: str, small: int, large: int, latency_seconds: float, rate: int, consume_seconds: float,
          partitions: int, producers: int, consumers: int, records_per_producer: int, many_rate: int,
-         tls: bool) -> None:
+         tls: bool, client: str, rounds: int) -> None:
     """Print a table: our broker vs Apache Kafka, produce/consume throughput and produce latency."""
-    if which == "single":
+    if client == "kafka-perf" and (which != "single" or tls):
+        raise click.UsageError("--client kafka-perf runs the single case over plain TCP; drop --case many and --tls")
+    if which == "single" and client == "kafka-perf":
+        click.echo(_single_kafka_perf(small, large, latency_seconds, rate, rounds))
+    elif which == "single":
         click.echo(_single(small, large, latency_seconds, rate, tls, consume_seconds))
     else:
         click.echo(_many(ManyShape(partitions, producers, consumers, records_per_producer, 1024, "all", many_rate,
