@@ -80,3 +80,37 @@ def test_handlers_have_no_mode_branches() -> None:
         if branch.search(line)
     ]
     assert not offenders, "handlers must go through state.role:\n" + "\n".join(offenders)
+
+
+MAX_LINES = 350
+# Modules above MAX_LINES and why each stays whole (issue 18: "no module over ~350 lines without reason").
+# A module that grows past the limit fails the test until it is split or its reason is written here.
+LONG_MODULES = {
+    "config_catalog.py": "data, not logic: Kafka 4's topic and broker config catalog as one table (name, type, "
+                         "default, synonyms), read against Kafka's documentation entry by entry",
+    "coordinator/groups.py": "one state machine (Kafka's ClassicGroup: Empty, PreparingRebalance, "
+                             "CompletingRebalance, Stable, Dead) whose transitions share the group's timers and "
+                             "pending join/sync futures; its value types are the first 120 lines",
+    "security/access.py": "one table of per-API authorization rules (Kafka's KafkaApis checks, API by API), "
+                          "each rule a few lines beside the shared per-item and whole-request mechanics",
+    "controller/raft.py": "one sans-I/O Raft node (election, pre-vote, replication, snapshots): the paper's "
+                          "rules refer to each other's state, and simnet tests drive it as a unit",
+    "storage/log.py": "one class, the partition log (Kafka's UnifiedLog/LocalLog): every method holds its lock "
+                      "over the same segment list; recovery and retention already live in loader.py and "
+                      "retention.py",
+    "cluster/node.py": "one broker's life in a cluster (heartbeats, metadata log, role changes, ISR changes): "
+                       "loops that share the node's applied-metadata state",
+}
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_modules_over_the_size_limit_say_why() -> None:
+    long = {str(path.relative_to(ROOT)): _lines(path) for path in ROOT.rglob("*.py") if _lines(path) > MAX_LINES}
+    unexplained = {name: lines for name, lines in long.items() if name not in LONG_MODULES}
+    assert not unexplained, (f"modules over {MAX_LINES} lines without a reason in LONG_MODULES (split them, or "
+                             f"say why they stay whole): {unexplained}")
+    stale = sorted(set(LONG_MODULES) - set(long))
+    assert not stale, f"LONG_MODULES names modules no longer over {MAX_LINES} lines: {stale}"
