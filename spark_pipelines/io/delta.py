@@ -156,6 +156,16 @@ def idempotent(spark: Any, txn: Txn | None) -> Iterator[None]:
         spark.conf.unset(TXN_VERSION)
 
 
+def _insert_values(shape: TableShape) -> dict[str, str]:
+    """What a change inserts for a key the table does not hold: the change itself, or a tombstone (key
+    and bookkeeping only) for a delete. Expressions over the change, aliased `s`."""
+    is_delete = f"s.{OP} = '{DELETE}'"
+    values = {
+        q(n): (f"s.{q(n)}" if n in shape.primary_key else f"IF({is_delete}, NULL, s.{q(n)})") for n in shape.names
+    }
+    return values | {SEQ: f"s.{SEQ}", COMMIT_TS: f"s.{COMMIT_TS}", DELETED: is_delete}
+
+
 def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None,
                  key_range: tuple[int, int] | None = None) -> None:
     """MERGE one change per key (see transforms/latest.py) into the table at `path`.
@@ -174,10 +184,7 @@ def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, tx
     tombstone |= meta | {DELETED: "true"}
     upsert: Assignments = {q(n): f"s.{q(n)}" for n in shape.names}
     upsert |= meta | {DELETED: "false"}
-    insert: Assignments = {
-        q(n): (f"s.{q(n)}" if n in shape.primary_key else f"IF({is_delete}, NULL, s.{q(n)})") for n in shape.names
-    }
-    insert |= meta | {DELETED: is_delete}
+    insert: Assignments = dict(_insert_values(shape))
     with idempotent(spark, txn):
         (DeltaTable.forPath(spark, path).alias("t")
          .merge(latest.alias("s"), key)
@@ -185,6 +192,29 @@ def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, tx
          .whenMatchedUpdate(condition=newer, set=upsert)
          .whenNotMatchedInsert(values=insert)
          .execute())
+
+
+def holds_no_rows(spark: Any, path: str) -> bool:
+    """Whether the table has no data file at all: no live row and no tombstone (a table just created,
+    or replaced by CREATE TABLE). Read from the Delta log (DESCRIBE DETAIL), not from the data."""
+    return int(spark.sql(f"DESCRIBE DETAIL {table_ref(path)}").select("numFiles").first()[0]) == 0
+
+
+def append_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None) -> None:
+    """Write one change per key into a table that holds no rows (`holds_no_rows`): what `merge_latest`
+    would write there, since every key is new (its not-matched insert, deletes as tombstones), as a plain
+    Delta append: no join with the target, no touched-file search. An initial load, or the first batch
+    after CREATE TABLE, is one append instead of a MERGE. Columns the table has beyond this layout are
+    NULL, as a MERGE's insert leaves them; values are cast to the table's types, as MERGE assigns them."""
+    values = _insert_values(shape)  # source columns under their quoted names, bookkeeping ones as they are
+    target = spark.read.format("delta").load(path).schema
+    source = latest.alias("s")
+    columns = []
+    for field in target.fields:
+        value = values.get(q(field.name), values.get(field.name))
+        columns.append((F.lit(None) if value is None else F.expr(value)).cast(field.dataType).alias(field.name))
+    with idempotent(spark, txn):
+        source.select(*columns).write.format("delta").mode("append").save(path)
 
 
 def live_rows(spark: Any, path: str) -> DataFrame:

@@ -34,7 +34,7 @@ from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
 from spark_pipelines.io.columns import ColumnEditor
-from spark_pipelines.io.delta import Txn, ensure_table, exists, idempotent, merge_latest
+from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, holds_no_rows, idempotent, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
@@ -135,6 +135,9 @@ class ApplyBatch:
         # was last made to hold (ensure_table). Forgotten when DDL is applied or a batch fails.
         self.floors: dict[str, dict[str, int] | None] = {}
         self.layouts: dict[str, TableShape] = {}
+        # path -> whether the table holds no row at all (then a segment's changes are appended, not merged);
+        # read once, false once written, forgotten with the floors.
+        self.rowless: dict[str, bool] = {}
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         try:
@@ -166,6 +169,7 @@ class ApplyBatch:
     def _forget(self) -> None:
         self.floors.clear()
         self.layouts.clear()
+        self.rowless.clear()
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
         # One Spark action for every question the driver has about the batch (transforms/summary.py).
@@ -231,11 +235,22 @@ class ApplyBatch:
                 ensure_history_column(spark, path)
                 merge_history(spark, path, changes, shape, txn)
         else:
-            parallel_merges(spark, [
-                functools.partial(merge_latest, spark, path, latest_per_key(changes, shape.primary_key), shape,
-                                  key_range=ranges.get((shape.database, shape.table)))
-                for path, changes, shape in merges], txn)
+            writes = [self._write(spark, path, changes, shape, ranges) for path, changes, shape in merges]
+            parallel_merges(spark, writes, txn)
+            self.rowless.update((path, False) for path, _, _ in merges)
         return {f"{database}.{table}" for database, table in shapes}
+
+    def _write(self, spark: Any, path: str, changes: DataFrame, shape: TableShape,
+               ranges: dict[tuple[str, str], tuple[int, int]]) -> Callable[[], None]:
+        """The write of one table's segment: an append when the table holds no row (every key is new:
+        the MERGE would only insert), else the sequence-guarded MERGE."""
+        latest = latest_per_key(changes, shape.primary_key)
+        if path not in self.rowless:
+            self.rowless[path] = holds_no_rows(spark, path)
+        if self.rowless[path]:
+            return functools.partial(append_latest, spark, path, latest, shape)
+        return functools.partial(merge_latest, spark, path, latest, shape,
+                                 key_range=ranges.get((shape.database, shape.table)))
 
     def _register(self, spark: Any, tables: set[str]) -> None:
         """Catalog targets: name each Delta table the batch wrote in the catalog."""

@@ -1,5 +1,6 @@
 """The Delta MERGE writer through real Delta: sequence guard, tombstones, idempotent batches."""
 
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -8,7 +9,15 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_pipelines.io.delta import Txn, ensure_table, live_rows, merge_latest, purge_tombstones
+from spark_pipelines.io.delta import (
+    Txn,
+    append_latest,
+    ensure_table,
+    holds_no_rows,
+    live_rows,
+    merge_latest,
+    purge_tombstones,
+)
 from spark_pipelines.schemas import column_type
 from spark_pipelines.transforms.latest import latest_per_key
 from spark_pipelines.transforms.parse import parse_messages
@@ -89,3 +98,57 @@ def test_datetime_columns_join_a_table_created_without_one(spark: Any, tmp_path:
         ensure_table(spark, path, TableShape("shop", "events", columns, ("id",)))
         fields = {f.name: f.dataType.simpleString() for f in spark.read.format("delta").load(path).schema}
         assert fields["seen" if case == "add" else "day"] == "timestamp_ntz", fields
+
+
+def _random_history(seed: int, changes: int) -> list[str]:
+    """Seeded changes over a few keys as MySQL logs them: inserts of absent keys, updates (some moving the
+    key), deletes, several per key, so the newest per key is each kind."""
+    rng = random.Random(seed)
+    live: dict[int, str] = {}
+    history = []
+    for n in range(changes):
+        es = 1000 + n
+        key = rng.randrange(12)
+        if key not in live:
+            live[key] = f"n{n}"
+            history.append(dml("users", "INSERT", {"id": str(key), "name": live[key]}, es=es))
+        elif rng.random() < 0.3:
+            history.append(dml("users", "DELETE", {"id": str(key), "name": live.pop(key)}, es=es))
+        elif rng.random() < 0.2 and (moved := rng.randrange(12, 20)) not in live:
+            live[moved] = live.pop(key)
+            history.append(dml("users", "UPDATE", {"id": str(moved), "name": live[moved]}, old={"id": str(key)},
+                               es=es))
+        else:
+            old, live[key] = live[key], f"u{n}"
+            history.append(dml("users", "UPDATE", {"id": str(key), "name": live[key]}, old={"name": old}, es=es))
+    return history
+
+
+def test_a_table_without_rows_takes_an_append_equal_to_the_merge(spark: Any, tmp_path: Path) -> None:
+    """The first write into a table that holds no row is an append (jobs/apply.py): it must store exactly
+    what the MERGE stores there (live rows, tombstones, sequences), leave columns beyond the layout NULL as
+    the MERGE's insert does, and be skipped when its batch is re-run (Delta's idempotent-write ids)."""
+    wider = TableShape("shop", "users", (*SHAPE.columns, ("extra", column_type("int"))), ("id",))
+    for seed in range(3):
+        tables = {}
+        for how in ("append", "merge"):
+            path = tables[how] = str(tmp_path / f"{how}-{seed}")
+            ensure_table(spark, path, wider)  # the table has a column this batch's layout lacks
+            assert holds_no_rows(spark, path)
+            changes = changes_of(parse_messages(records(spark, _random_history(seed, 60))), SHAPE)
+            latest = latest_per_key(changes, SHAPE.primary_key)
+            write = append_latest if how == "append" else merge_latest
+            write(spark, path, latest, SHAPE, Txn("app", 0))
+            assert not holds_no_rows(spark, path)
+        appended = spark.read.format("delta").load(tables["append"])
+        assert appended.where("_lakefeed_deleted").count() > 0, "the history must end some keys deleted"
+        assertDataFrameEqual(appended, spark.read.format("delta").load(tables["merge"]))
+
+    # Re-run with the same transaction id (a batch after a crash): nothing is appended twice.
+    path = tables["append"]
+    stored = spark.read.format("delta").load(path).collect()
+    versions = DeltaTable.forPath(spark, path).history().count()
+    append_latest(spark, path, latest, SHAPE, Txn("app", 0))
+    assert DeltaTable.forPath(spark, path).history().count() == versions
+    assertDataFrameEqual(spark.read.format("delta").load(path),
+                         spark.createDataFrame(stored, stored_schema(spark, path)))
