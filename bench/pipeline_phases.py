@@ -30,7 +30,7 @@ from spark_pipelines.config import PipelineConfig, SourceConfig
 from tests.spark_pipelines.canal import dml, records
 
 ES = 1_700_000_000_000
-PHASES = ("merge_latest", "append_latest", "holds_no_rows", "ensure_table", "table_floor")
+PHASES = ("merge_latest", "append_latest", "ensure_table", "table_floor")
 
 
 def _timed(spent: dict[str, float], name: str, function: Callable[..., Any]) -> Callable[..., Any]:

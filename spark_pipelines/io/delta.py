@@ -74,9 +74,9 @@ def table_properties(change_data_feed: bool = False) -> dict[str, str]:
     return properties
 
 
-def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> None:
+def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> bool:
     """Create the table for `shape`, or add its new columns (at their place in the layout) and widen
-    changed types."""
+    changed types. True when it created the table (which then holds no row)."""
     if not exists(spark, path):
         builder = DeltaTable.createIfNotExists(spark).location(path)
         for name, ctype in shape.columns:
@@ -86,7 +86,7 @@ def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: 
         for key, value in table_properties(change_data_feed).items():
             builder = builder.property(key, value)
         builder.execute()
-        return
+        return True
     current = {field.name: field.dataType for field in spark.read.format("delta").load(path).schema}
     previous: str | None = None
     for name, ctype in shape.columns:
@@ -96,6 +96,7 @@ def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: 
         else:
             follow_type(spark, path, name, current[name], ctype)
         previous = name
+    return False
 
 
 def add_column(spark: Any, path: str, name: str, sql_type: str, *, first: bool = False,
@@ -194,14 +195,8 @@ def merge_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, tx
          .execute())
 
 
-def holds_no_rows(spark: Any, path: str) -> bool:
-    """Whether the table has no data file at all: no live row and no tombstone (a table just created,
-    or replaced by CREATE TABLE). Read from the Delta log (DESCRIBE DETAIL), not from the data."""
-    return int(spark.sql(f"DESCRIBE DETAIL {table_ref(path)}").select("numFiles").first()[0]) == 0
-
-
 def append_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, txn: Txn | None = None) -> None:
-    """Write one change per key into a table that holds no rows (`holds_no_rows`): what `merge_latest`
+    """Write one change per key into a table that holds no row (just created): what `merge_latest`
     would write there, since every key is new (its not-matched insert, deletes as tombstones), as a plain
     Delta append: no join with the target, no touched-file search. An initial load, or the first batch
     after CREATE TABLE, is one append instead of a MERGE. Columns the table has beyond this layout are

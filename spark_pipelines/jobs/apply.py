@@ -34,7 +34,7 @@ from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
 from spark_pipelines.io.columns import ColumnEditor
-from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, holds_no_rows, idempotent, merge_latest
+from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, idempotent, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
@@ -135,9 +135,10 @@ class ApplyBatch:
         # was last made to hold (ensure_table). Forgotten when DDL is applied or a batch fails.
         self.floors: dict[str, dict[str, int] | None] = {}
         self.layouts: dict[str, TableShape] = {}
-        # path -> whether the table holds no row at all (then a segment's changes are appended, not merged);
-        # read once, false once written, forgotten with the floors.
-        self.rowless: dict[str, bool] = {}
+        # Delta tables this job created and has not written rows to yet: they hold no row, so a segment's
+        # changes are appended, not merged. A table created by an earlier run is merged (a replayed batch's
+        # write is then skipped by its idempotent-write id, as every MERGE's).
+        self.rowless: set[str] = set()
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         try:
@@ -196,7 +197,11 @@ class ApplyBatch:
             # One Delta transaction id per segment: a re-run batch skips the merges it already made.
             tables |= self._merge(spark, segment, layouts, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
             if boundary is not None:
-                self._forget()  # schema changes rewrite layouts and floors: read them again after
+                # Schema changes rewrite layouts and floors: read them again after. Tables the statement
+                # does not name keep holding no row if they held none.
+                rowless = self.rowless - {self.config.table_path(*name) for name in touched}
+                self._forget()
+                self.rowless = rowless
                 tables |= self._apply_ddl(spark, boundary)
                 cuts.cut(touched, boundary[SEQ])
         log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
@@ -224,7 +229,8 @@ class ApplyBatch:
                 raise ConfigError(f"{owner} and {database}.{table} would both write the Delta table {path}; "
                                   "give one of them its own name with tables.rename (or exclude it)")
             if self.layouts.get(path) != shape:  # the table already has every column of this layout
-                ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed)
+                if ensure_table(spark, path, shape, change_data_feed=self.config.maintenance.change_data_feed):
+                    self.rowless.add(path)
                 self.layouts[path] = shape
             changes = changes_of(segment, shape, self.config.source_time_zone)
             if (floor := floors[(database, table)]) is not None:
@@ -237,17 +243,15 @@ class ApplyBatch:
         else:
             writes = [self._write(spark, path, changes, shape, ranges) for path, changes, shape in merges]
             parallel_merges(spark, writes, txn)
-            self.rowless.update((path, False) for path, _, _ in merges)
+            self.rowless.difference_update(path for path, _, _ in merges)
         return {f"{database}.{table}" for database, table in shapes}
 
     def _write(self, spark: Any, path: str, changes: DataFrame, shape: TableShape,
                ranges: dict[tuple[str, str], tuple[int, int]]) -> Callable[[], None]:
-        """The write of one table's segment: an append when the table holds no row (every key is new:
-        the MERGE would only insert), else the sequence-guarded MERGE."""
+        """The write of one table's segment: an append into a table this job created and has not written
+        yet (every key is new: the MERGE would only insert), else the sequence-guarded MERGE."""
         latest = latest_per_key(changes, shape.primary_key)
-        if path not in self.rowless:
-            self.rowless[path] = holds_no_rows(spark, path)
-        if self.rowless[path]:
+        if path in self.rowless:
             return functools.partial(append_latest, spark, path, latest, shape)
         return functools.partial(merge_latest, spark, path, latest, shape,
                                  key_range=ranges.get((shape.database, shape.table)))
@@ -295,6 +299,8 @@ class ApplyBatch:
             created = create_table(spark, path, shape, ddl[SEQ], if_not_exists=if_not_exists(ddl["sql"]),
                                    history=self.config.scd_type == 2,
                                    change_data_feed=self.config.maintenance.change_data_feed)
+            if created:
+                self.rowless.add(path)
             return {f"{ddl['database']}.{ddl['table']}"} if created else set()
         if not exists(spark, path):
             return set()
