@@ -74,18 +74,30 @@ def table_properties(change_data_feed: bool = False) -> dict[str, str]:
     return properties
 
 
+def table_schema(shape: TableShape, extra: tuple[T.StructField, ...] = ()) -> T.StructType:
+    """The Delta table's columns for `shape`: the source columns, then the bookkeeping ones."""
+    return T.StructType([
+        *[T.StructField(name, ctype.spark_type) for name, ctype in shape.columns],
+        T.StructField(SEQ, SEQ_TYPE), T.StructField(DELETED, T.BooleanType()),
+        T.StructField(COMMIT_TS, T.TimestampType()), *extra,
+    ])
+
+
+def create_empty(spark: Any, path: str, schema: T.StructType, properties: dict[str, str]) -> None:
+    """An empty table of `schema` with `properties`, in one commit (if none is at `path` yet)."""
+    builder = DeltaTable.createIfNotExists(spark).location(path)
+    for field in schema.fields:
+        builder = builder.addColumn(field.name, field.dataType)
+    for key, value in properties.items():
+        builder = builder.property(key, value)
+    builder.execute()
+
+
 def ensure_table(spark: Any, path: str, shape: TableShape, *, change_data_feed: bool = False) -> bool:
     """Create the table for `shape`, or add its new columns (at their place in the layout) and widen
     changed types. True when it created the table (which then holds no row)."""
     if not exists(spark, path):
-        builder = DeltaTable.createIfNotExists(spark).location(path)
-        for name, ctype in shape.columns:
-            builder = builder.addColumn(name, ctype.spark_type)
-        builder = (builder.addColumn(SEQ, SEQ_TYPE).addColumn(DELETED, T.BooleanType())
-                   .addColumn(COMMIT_TS, T.TimestampType()))
-        for key, value in table_properties(change_data_feed).items():
-            builder = builder.property(key, value)
-        builder.execute()
+        create_empty(spark, path, table_schema(shape), table_properties(change_data_feed))
         return True
     current = {field.name: field.dataType for field in spark.read.format("delta").load(path).schema}
     previous: str | None = None

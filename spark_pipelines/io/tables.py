@@ -13,9 +13,17 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_pipelines.io.delta import DELETED, SEQ_TYPE, exists, table_properties, table_ref
+from spark_pipelines.io.delta import (
+    DELETED,
+    SEQ_TYPE,
+    create_empty,
+    exists,
+    table_properties,
+    table_ref,
+    table_schema,
+)
 from spark_pipelines.io.history import VALID_TO
-from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
+from spark_pipelines.transforms.parse import SEQ
 from spark_pipelines.transforms.rows import TableShape
 
 
@@ -50,9 +58,12 @@ def table_floor(spark: Any, path: str) -> dict[str, int] | None:
     return {"ts": ts, "partition": partition, "offset": offset}
 
 
+def _floor_text(floor: Any) -> str:
+    return f"{floor['ts']}:{floor['partition']}:{floor['offset']}"
+
+
 def _set_floor(spark: Any, path: str, floor: Any) -> None:
-    value = f"{floor['ts']}:{floor['partition']}:{floor['offset']}"
-    spark.sql(f"ALTER TABLE {table_ref(path)} SET TBLPROPERTIES ('{FLOOR_PROPERTY}' = '{value}')")
+    spark.sql(f"ALTER TABLE {table_ref(path)} SET TBLPROPERTIES ('{FLOOR_PROPERTY}' = '{_floor_text(floor)}')")
 
 
 def _applied(spark: Any, path: str, floor: Any) -> bool:
@@ -83,12 +94,7 @@ def move_tables(spark: Any, moves: Mapping[str, str], floor: Any, *, change_data
 
 def _replace(spark: Any, target: str, rows: DataFrame, floor: Any, change_data_feed: bool) -> None:
     if not exists(spark, target):
-        builder = DeltaTable.createIfNotExists(spark).location(target)
-        for field in rows.schema.fields:
-            builder = builder.addColumn(field.name, field.dataType)
-        for key, value in table_properties(change_data_feed).items():
-            builder = builder.property(key, value)
-        builder.execute()
+        create_empty(spark, target, rows.schema, table_properties(change_data_feed))
     # The floor first: a crash before the rows are written redoes both (the target is not yet applied).
     _set_floor(spark, target, floor)
     # One commit replaces the rows and the columns the name held before (a dropped table's).
@@ -104,17 +110,15 @@ def create_table(spark: Any, path: str, shape: TableShape, floor: Any, *, if_not
     the table did not exist, so live rows before it are gone in MySQL (the changefeed's snapshot taken
     again after a table changed: its CREATE TABLE comes before the rows as they are then). True when
     created."""
-    if exists(spark, path):
-        table = spark.read.format("delta").load(path)
-        live = F.col(VALID_TO).isNull() if VALID_TO in table.columns else ~F.col(DELETED)
-        kept = (F.col(SEQ) >= seq_literal(floor)) | (live if if_not_exists else F.lit(False))
-        if table.where(kept).limit(1).count():
-            return False
-    schema = T.StructType([
-        *[T.StructField(name, ctype.spark_type) for name, ctype in shape.columns],
-        T.StructField(SEQ, SEQ_TYPE), T.StructField(DELETED, T.BooleanType()),
-        T.StructField(COMMIT_TS, T.TimestampType()),
-        *([T.StructField(VALID_TO, T.TimestampType())] if history else []),
-    ])
+    schema = table_schema(shape, (T.StructField(VALID_TO, T.TimestampType()),) if history else ())
+    if not exists(spark, path):
+        # A name never used: the table, its properties and its floor in one commit.
+        create_empty(spark, path, schema, {**table_properties(change_data_feed), FLOOR_PROPERTY: _floor_text(floor)})
+        return True
+    table = spark.read.format("delta").load(path)
+    live = F.col(VALID_TO).isNull() if VALID_TO in table.columns else ~F.col(DELETED)
+    kept = (F.col(SEQ) >= seq_literal(floor)) | (live if if_not_exists else F.lit(False))
+    if table.where(kept).limit(1).count():
+        return False
     _replace(spark, path, spark.createDataFrame([], schema), floor, change_data_feed)
     return True
