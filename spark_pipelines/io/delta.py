@@ -59,6 +59,11 @@ def q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _unquoted(name: str) -> str:
+    """`q`'s inverse (names without backticks are returned as they are)."""
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
 def table_ref(path: str) -> str:
     return f"delta.{q(path)}"
 
@@ -213,12 +218,13 @@ def append_latest(spark: Any, path: str, latest: DataFrame, shape: TableShape, t
     Delta append: no join with the target, no touched-file search. An initial load, or the first batch
     after CREATE TABLE, is one append instead of a MERGE. Columns the table has beyond this layout are
     NULL, as a MERGE's insert leaves them; values are cast to the table's types, as MERGE assigns them."""
-    values = _insert_values(shape)  # source columns under their quoted names, bookkeeping ones as they are
+    # Matched to the table's columns by name, case-insensitively, as Spark resolves a MERGE's assignments.
+    values = {_unquoted(name).lower(): value for name, value in _insert_values(shape).items()}
     target = spark.read.format("delta").load(path).schema
     source = latest.alias("s")
     columns = []
     for field in target.fields:
-        value = values.get(q(field.name), values.get(field.name))
+        value = values.get(field.name.lower())
         columns.append((F.lit(None) if value is None else F.expr(value)).cast(field.dataType).alias(field.name))
     with idempotent(spark, txn):
         source.select(*columns).write.format("delta").mode("append").save(path)

@@ -125,14 +125,18 @@ def _random_history(seed: int, changes: int) -> list[str]:
 
 def test_a_table_without_rows_takes_an_append_equal_to_the_merge(spark: Any, tmp_path: Path) -> None:
     """The first write into a table that holds no row is an append (jobs/apply.py): it must store exactly
-    what the MERGE stores there (live rows, tombstones, sequences), leave columns beyond the layout NULL as
-    the MERGE's insert does, and be skipped when its batch is re-run (Delta's idempotent-write ids)."""
-    wider = TableShape("shop", "users", (*SHAPE.columns, ("extra", column_type("int"))), ("id",))
+    what the MERGE stores there (live rows, tombstones, sequences), match columns by name as the MERGE does
+    (case-insensitively), leave columns beyond the layout NULL as the MERGE's insert does, and be skipped
+    when its batch is re-run (Delta's idempotent-write ids)."""
+    # The table spells a column in another case than the rows (MySQL names are case-insensitive, and so is
+    # the MERGE's resolution) and has a column this batch's layout lacks.
+    columns = (SHAPE.columns[0], ("Name", SHAPE.columns[1][1]), ("extra", column_type("int")))
+    wider = TableShape("shop", "users", columns, ("id",))
     for seed in range(3):
         tables = {}
         for how in ("append", "merge"):
             path = tables[how] = str(tmp_path / f"{how}-{seed}")
-            assert ensure_table(spark, path, wider)  # created; it has a column this batch's layout lacks
+            assert ensure_table(spark, path, wider)  # created
             changes = changes_of(parse_messages(records(spark, _random_history(seed, 60))), SHAPE)
             latest = latest_per_key(changes, SHAPE.primary_key)
             write = append_latest if how == "append" else merge_latest
