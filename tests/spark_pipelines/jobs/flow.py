@@ -1,5 +1,5 @@
 """Shared steps of the pipeline's end-to-end tests: deliver a database's binlog to a topic with the real
-changefeed, and run the streaming job once over what the topics hold."""
+changefeed, run the streaming job once over what the topics hold, and list a Delta table's row writes."""
 
 from pathlib import Path
 from typing import Any
@@ -44,3 +44,16 @@ def run_once(spark: Any, config: PipelineConfig) -> None:
     query.awaitTermination(timeout=240)
     assert not query.isActive, "the availableNow query did not finish"
     assert query.exception() is None, query.exception()
+
+
+def row_writes(spark: Any, path: str) -> list[str]:
+    """The Delta table's writes of rows, oldest first: MERGE, or APPEND for a plain append (the first write
+    into a table the job created)."""
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "operation", "operationParameters")
+    found = []
+    for _, operation, params in sorted(history.collect()):
+        if operation == "MERGE":
+            found.append("MERGE")
+        elif operation == "WRITE" and params.get("mode") == "Append":
+            found.append("APPEND")
+    return found

@@ -9,18 +9,7 @@ from spark_pipelines.config import PipelineConfig, SourceConfig
 from spark_pipelines.io.delta import live_rows
 from spark_pipelines.jobs.apply import ApplyBatch
 from tests.spark_pipelines.canal import ddl, dml, records
-
-
-def _writes(spark: Any, path: str) -> list[str]:
-    """The table's row writes, oldest first: MERGE, or APPEND for a plain append."""
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "operation", "operationParameters")
-    found = []
-    for _, operation, params in sorted(history.collect()):
-        if operation == "MERGE":
-            found.append("MERGE")
-        elif operation == "WRITE" and params.get("mode") == "Append":
-            found.append("APPEND")
-    return found
+from tests.spark_pipelines.jobs.flow import row_writes
 
 
 def _row(table: str, kind: str, key: int, name: str, ts: int, old: dict[str, str] | None = None,
@@ -46,8 +35,8 @@ def test_created_tables_take_an_append_first_then_merges(spark: Any, tmp_path: P
     apply = ApplyBatch(config)
     apply(records(spark, batch0), 0)
     a, b = config.table_path("shop", "a"), config.table_path("shop", "b")
-    assert _writes(spark, a) == ["APPEND"]  # created by its DDL; b's ALTER did not make it forget that
-    assert _writes(spark, b) == ["APPEND", "MERGE"]
+    assert row_writes(spark, a) == ["APPEND"]  # created by its DDL; b's ALTER did not make it forget that
+    assert row_writes(spark, b) == ["APPEND", "MERGE"]
     assert sorted(map(tuple, live_rows(spark, a).collect())) == [(1, "a1"), (2, "a2x"), (3, "a3")]
     assert sorted(map(tuple, live_rows(spark, b).collect())) == [(1, "b1", 7), (3, "b3", 3)]
     tombstones = spark.read.format("delta").load(b).where("_lakefeed_deleted").select("id", "name").collect()
@@ -55,7 +44,7 @@ def test_created_tables_take_an_append_first_then_merges(spark: Any, tmp_path: P
 
     apply(records(spark, batch1, partition=0).selectExpr("topic", "partition", "offset + 100 AS offset", "key",
                                                         "value"), 1)
-    assert _writes(spark, a) == ["APPEND", "MERGE"]
+    assert row_writes(spark, a) == ["APPEND", "MERGE"]
     assert sorted(map(tuple, live_rows(spark, a).collect())) == [(1, "a1x"), (2, "a2x")]
 
     # Batch 0 again from a new job (a restart after a crash before its checkpoint): nothing changes.
