@@ -60,6 +60,7 @@ from changefeed.source.records import (
     TableMap,
 )
 from changefeed.source.row_decoder import RowsDecoder
+from changefeed.source.row_readers import time2_value
 from changefeed.source.server import ConnectionSettings, translate_error
 from changefeed.source.server_version import UNREADABLE_EVENTS
 from changefeed.source.statement_dml import classify_dml
@@ -72,34 +73,11 @@ binlogstream.MYSQL_EXPECTED_ERROR_CODES.clear()
 
 
 def _read_time2(self: Any, column: Any) -> datetime.timedelta:
-    """TIME2 as MySQL's my_time_packed_from_binary reads it.
-
-    The library decodes the integer and fractional parts separately, which is wrong for negative
-    times with a fraction ('-00:00:00.000001' came back as -0.999999 s); the packed value is one
-    offset big-endian number whose sign covers both parts.
-    """
+    """TIME2 read right (row_readers.time2_value) where the library reads a value itself."""
     fsp = column.fsp or 0
-    frac_bytes = (fsp + 1) // 2
-    raw = self.packet.read(3 + frac_bytes)
-    intpart = int.from_bytes(raw[:3], "big") - 0x800000
-    if frac_bytes == 3:
-        packed = int.from_bytes(raw, "big") - 0x800000000000
-    elif frac_bytes == 0:
-        packed = intpart << 24
-    else:
-        frac = int.from_bytes(raw[3:], "big")
-        if intpart < 0 and frac:
-            intpart += 1
-            frac -= 1 << (8 * frac_bytes)
-        packed = (intpart << 24) + frac * (10000 if frac_bytes == 1 else 100)
-    sign = -1 if packed < 0 else 1
-    packed = abs(packed)
-    hms, micro = packed >> 24, packed & 0xFFFFFF
-    return sign * datetime.timedelta(hours=(hms >> 12) & 0x3FF, minutes=(hms >> 6) & 0x3F, seconds=hms & 0x3F,
-                                     microseconds=micro)
+    return time2_value(self.packet.read(3 + (fsp + 1) // 2), fsp)
 
 
-# Name-mangled private method of the library's RowsEvent; replaced for every reader in this process.
 RowsEvent._RowsEvent__read_time2 = _read_time2
 
 _JSON_DATETIMES = {FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2}

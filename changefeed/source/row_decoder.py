@@ -4,10 +4,10 @@ python-mysql-replication decodes a row column by column through several method c
 test, a type dispatch over ~25 branches, a packet read through two wrappers, name lookups through the
 table map): about 15 of the 25 microseconds capture spent on a 4-column row. This decoder chooses one
 reader per column once per TABLE_MAP (cached by the columns' description, `row_readers`) and reads
-integers, floats, strings, DECIMAL, DATE, DATETIME, TIMESTAMP and ENUM straight from the event's bytes;
-the other types (TIME, SET, BIT, JSON, GEOMETRY) and rare values (a zero date) are read by the library's
-own per-column reader at the same position, so every value, and every library quirk `mounter` fixes,
-is exactly the library's.
+integers, floats, strings, DECIMAL, DATE, DATETIME, TIMESTAMP, TIME, ENUM, SET and BIT straight from the
+event's bytes; the other types (MySQL's binary JSON, GEOMETRY) and rare values (a zero date, an empty SET)
+are read by the library's own per-column reader at the same position, so every value, and every library
+quirk `mounter` fixes, is exactly the library's.
 
 Row layout (MySQL, libbinlogevents/include/rows_event.h): per row a NULL bitmap with one bit per column
 present in the row image, then the values of the non-NULL columns in column order; an UPDATE has the

@@ -33,7 +33,8 @@ EVERY_TYPE = """
   c CHAR(3), cw CHAR(100), v VARCHAR(40), vw VARCHAR(300), l1 VARCHAR(20) CHARACTER SET latin1,
   a VARCHAR(20) CHARACTER SET ascii, tt TINYTEXT, tx TEXT, mt MEDIUMTEXT,
   bn BINARY(4), vb VARBINARY(300), tb TINYBLOB, bl BLOB, e ENUM('a','b','c d'), st SET('x','y','z'),
-  b BIT(10), j JSON
+  b BIT(10), j JSON, tm0 TIME, tm6 TIME(6), tm3 TIME(3), b1 BIT(1), b64 BIT(64),
+  sw SET('a','b','c','d','e','f','g','h','i','j')
 """
 
 _ALPHABET = string.ascii_letters + string.digits + " 'é☃😀\\\"\n"
@@ -80,6 +81,11 @@ def _row(rng: random.Random, key: int) -> tuple[Any, ...]:
         m(r, lambda: bytes(r.getrandbits(8) for _ in range(r.randint(0, 1000)))),
         m(r, lambda: r.choice(["a", "b", "c d"])), m(r, lambda: r.choice(["", "x", "y,z", "x,y,z"])),
         m(r, lambda: r.randint(0, 1023)), m(r, lambda: f'{{"k": {r.randint(0, 9)}, "s": "{r.choice("ab")}"}}'),
+        m(r, lambda: f"{r.choice('-')}{r.randint(0, 838)}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}"),
+        m(r, lambda: f"{r.choice(['-', ''])}{r.randint(0, 838)}:59:59.{r.randint(0, 999999):06d}"),
+        m(r, lambda: f"{r.choice(['-', ''])}00:00:{r.randint(0, 1):02d}.{r.choice([0, 1, 999, 500])}"),
+        m(r, lambda: r.randint(0, 1)), m(r, lambda: r.choice([0, 1, 2**63, 2**64 - 1, r.getrandbits(64)])),
+        m(r, lambda: ",".join(sorted(r.sample("abcdefghij", r.randint(0, 10))))),
     )  # fmt: skip
 
 
