@@ -7,9 +7,10 @@ integer; unsigned integers promote their java.sql.Types code when the value leav
 
 import datetime
 import json
-import struct
 from collections.abc import Callable
 from decimal import Decimal
+
+import numpy
 
 from changefeed.model import Column, Value
 
@@ -119,13 +120,10 @@ def mysql_type(column: Column, full: bool) -> str:
 
 
 def _float32_text(value: float) -> str:
-    """The shortest decimal that reads back as the same float32 (Go's FormatFloat(v, 'f', -1, 32))."""
-    packed = struct.pack("<f", value)
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.pack("<f", float(text)) == packed:
-            return _plain(Decimal(text))
-    return _plain(Decimal(repr(value)))
+    """The shortest decimal that reads back as the same float32, in plain notation: what Go's
+    FormatFloat(v, 'f', -1, 32) writes for TiCDC. numpy's `unique=True` is that same shortest
+    round-trip rule (Dragon4); `trim="-"` drops the trailing ".0" Go does not write."""
+    return str(numpy.format_float_positional(numpy.float32(value), unique=True, trim="-"))
 
 
 def _plain(number: Decimal) -> str:
@@ -188,7 +186,61 @@ def value_formatter(column: Column) -> Formatter:
             return general(value)
 
         return double
-    return general
+    special = _typed_formatter(column, name, general)
+    return special or general
+
+
+def _typed_formatter(column: Column, name: str, general: Formatter) -> Formatter | None:
+    """A one-test fast path for the value type the capture gives this column (mounter), falling back
+    to `general` for anything else (NULL, a zero date kept as text): the same text, fewer checks per value."""
+    if name == "float":
+
+        def float32(value: Value) -> str | None:
+            return _float32_text(value) if type(value) is float else general(value)
+
+        return float32
+    if name in ("datetime", "timestamp"):
+        fsp = column.fsp
+
+        def moment(value: Value) -> str | None:
+            if type(value) is not datetime.datetime:
+                return general(value)
+            if value.tzinfo is not None:  # TIMESTAMP: aware, in UTC (mounter)
+                value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+            return value.isoformat(" ", "seconds") + _fraction(value.microsecond, fsp)
+
+        return moment
+    if name == "date":
+        return lambda value: value.isoformat() if type(value) is datetime.date else general(value)
+    if name == "time":
+        fsp = column.fsp
+        return lambda value: _time_text(value, fsp) if type(value) is datetime.timedelta else general(value)
+    if name in _BLOB_TYPES or column.is_binary:
+        return lambda value: value.decode("latin-1") if type(value) is bytes else general(value)
+    # Members as the server spells them; any other text goes the general way (case-insensitive match).
+    if name == "enum":
+        indexes = {"": "0"}
+        for index, member in enumerate(column.elements):
+            indexes.setdefault(member, str(index + 1))
+        return lambda value: indexes.get(value) or general(value) if type(value) is str else general(value)
+    if name == "set":
+        bits: dict[str, int] = {}
+        for index, member in enumerate(column.elements):
+            bits.setdefault(member, 1 << index)
+
+        def set_mask(value: Value) -> str | None:
+            if type(value) is not str or not value:
+                return general(value)
+            mask = 0
+            for item in value.split(","):
+                bit = bits.get(item)
+                if bit is None:  # another letter case, or text the server would not send
+                    return general(value)
+                mask |= bit
+            return str(mask)
+
+        return set_mask
+    return None
 
 
 # Non-binary string types whose str values are sent as they are (ENUM, SET and JSON are rewritten).
@@ -216,7 +268,7 @@ def _general_formatter(column: Column, name: str) -> Formatter:
         if isinstance(value, datetime.datetime):
             if value.tzinfo is not None:
                 value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-            return value.strftime("%Y-%m-%d %H:%M:%S") + _fraction(value.microsecond, column.fsp)
+            return value.isoformat(" ", "seconds") + _fraction(value.microsecond, column.fsp)
         if isinstance(value, datetime.date):
             return value.isoformat()
         if isinstance(value, datetime.timedelta):
