@@ -171,6 +171,10 @@ _UINT_MAX = {"tinyint": 255, "smallint": 65535, "mediumint": 16777215, "int": 42
 _TEXT_MAX = {"tinytext": 40, "text": 80, "mediumtext": 100, "longtext": 120}
 _BLOB_MAX = {"tinyblob": 30, "blob": 60, "mediumblob": 80, "longblob": 100}
 _FLOATS = (3.14159, 0.1, -1.5e-5, 1e10, -2.5, 123456.789, 0.0, 1.17549435e-38)
+# The ends of each range, where text conversions round past the limit (FLOAT's maximum once stopped the
+# encoder) and the smallest subnormals (MariaDB keeps them).
+_FLOAT_ENDS = (3.40282e38, -3.40282e38, 1e-45, -1.4e-45, 1.1754942e-38)
+_DOUBLE_ENDS = (1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -2.2250738585072014e-308)
 
 
 def _quote(text: str) -> str:
@@ -200,22 +204,26 @@ def value(rng: random.Random, column: Column, json_escapes: bool = True) -> str:
         return str(rng.choice((low, high, 0, 1, rng.randint(low, high), rng.randint(-100, 100) if low < 0 else 7)))
     if name == "decimal":
         precision, scale = int(args[0]), int(args[1]) if len(args) > 1 else 0
-        whole = rng.randint(0, 10 ** min(precision - scale, 18) - 1)
-        fraction = rng.randint(0, 10**scale - 1) if scale else 0
+        # Sometimes every digit the type holds (the largest magnitude), else up to 18 whole digits.
+        widest = rng.random() < 0.1
+        whole = 10 ** (precision - scale) - 1 if widest else rng.randint(0, 10 ** min(precision - scale, 18) - 1)
+        fraction = (10**scale - 1 if widest else rng.randint(0, 10**scale - 1)) if scale else 0
         sign = rng.choice(("", "-"))
         return f"{sign}{whole}.{fraction:0{scale}d}" if scale else f"{sign}{whole}"
     if name == "float":
-        return repr(rng.choice((*_FLOATS, round(rng.uniform(-1e6, 1e6), rng.randint(0, 6)))))
+        return repr(rng.choice((*_FLOATS, *_FLOAT_ENDS, round(rng.uniform(-1e6, 1e6), rng.randint(0, 6)))))
     if name == "double":
-        return repr(rng.choice((*_FLOATS, rng.uniform(-1e12, 1e12), 2.2250738585072014e-308)))
+        return repr(rng.choice((*_FLOATS, *_DOUBLE_ENDS, rng.uniform(-1e12, 1e12), 2.2250738585072014e-308)))
     if name == "bit":
         return str(rng.randint(0, 2 ** int(args[0]) - 1))
     if name == "year":
         return str(rng.randint(1901, 2155))
+    # Years before 1000 are outside MySQL's documented range but stored by MariaDB and MySQL alike.
     if name == "date":
-        return _quote(f"{rng.randint(1000, 9999):04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}")
+        return _quote(f"{rng.choice((1, 99, rng.randint(1000, 9999))):04d}-{rng.randint(1, 12):02d}-"
+                      f"{rng.randint(1, 28):02d}")
     if name in ("datetime", "timestamp"):
-        year = rng.randint(1971, 2037) if name == "timestamp" else rng.randint(1000, 9999)
+        year = rng.randint(1971, 2037) if name == "timestamp" else rng.choice((1, 999, rng.randint(1000, 9999)))
         text = (f"{year:04d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} "
                 f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}")
         if args:
