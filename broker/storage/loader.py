@@ -62,12 +62,27 @@ def recover_segments(directory: Path, index_interval: int, clean: bool, recovery
     return segments
 
 
-def load_epochs(path: Path, unclean: bool, log_end_offset: int) -> list[tuple[int, int]]:
-    """The leader-epoch checkpoint; after an unclean shutdown without epochs past the recovered log end."""
-    epochs = checkpoint.read_pairs(path)
-    if epochs is None or not unclean:
-        return epochs or []
-    return [(e, o) for e, o in epochs if o < log_end_offset]
+def load_epochs(path: Path, segments: list[Segment], clean: bool, recovery_point: int) -> list[tuple[int, int]]:
+    """The leader-epoch cache: the checkpoint file, then, after an unclean shutdown, the epochs of the
+    batches from the recovery point on (Kafka's `LogSegment.recover` assigns each recovered batch's
+    epoch to the cache the same way). The log writes a new epoch to the file only with its next
+    checkpoint, which writes the file before it moves the recovery point: so the file holds every epoch
+    starting below the recovery point, and the batches say the rest. Entries past the recovered log end
+    (their batches were cut by recovery) are dropped."""
+    epochs = checkpoint.read_pairs(path) or []
+    if clean:
+        return epochs
+    log_end = segments[-1].next_offset
+    epochs = [(e, o) for e, o in epochs if o < log_end]
+    for segment in segments:
+        if segment.next_offset <= recovery_point:
+            continue
+        for header in segment.batches():
+            if header.base_offset + header.last_offset_delta < recovery_point or header.leader_epoch < 0:
+                continue
+            if not epochs or header.leader_epoch > epochs[-1][0]:
+                epochs.append((header.leader_epoch, header.base_offset))
+    return epochs
 
 
 def load_producers(directory: Path, segments: list[Segment], log_end_offset: int, *,

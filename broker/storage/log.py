@@ -69,7 +69,7 @@ class DiskPartitionLog:
                                           state.get("recovery-point", 0))
         self._start = max(state.get("log-start-offset", 0), self._segments[0].base_offset)
         self._start = min(self._start, self.log_end_offset)
-        self._epochs = load_epochs(directory / EPOCHS, not clean, self.log_end_offset)
+        self._epochs = load_epochs(directory / EPOCHS, self._segments, clean, state.get("recovery-point", 0))
         self.producers = load_producers(directory, self._segments, self.log_end_offset, rebuild_txn_indexes=True)
         self._unflushed = 0
         self._last_flush = time.monotonic()
@@ -84,13 +84,15 @@ class DiskPartitionLog:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        # Under `lock` (callers hold it): the background flusher writes the same files.
+        # Under `lock` (callers hold it): the background flusher writes the same files. The epochs first:
+        # a recovery point on disk must never cover an epoch the epoch file lacks, since recovery
+        # rebuilds epochs only from the batches past the recovery point (loader.load_epochs).
+        checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
         checkpoint.write_offsets(self.directory / STATE, {
             "recovery-point": self.recovery_point,
             "log-start-offset": self._start,
             "high-watermark": self.high_watermark,
         })
-        checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
 
     # -- offsets ----------------------------------------------------------------------------
     @property
@@ -152,9 +154,11 @@ class DiskPartitionLog:
                 memoryview(buffer)[header.position : header.position + header.length], verify_crc=False)))
             next_offset += header.last_offset_delta + 1
         self._maybe_roll(len(buffer))
+        # A new epoch is written to the epoch file with the next checkpoint (flush, roll, close), not here:
+        # two fsyncs on the produce path for each partition's first write after an election. Until then a
+        # crash leaves the batch itself to say its epoch (loader.load_epochs).
         if not self._epochs or self._epochs[-1][0] < leader_epoch:
             self._epochs.append((leader_epoch, base))
-            checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
         active = self._segments[-1]
         # headers are relative to the slice they came from; shift them to their place in `buffer`
         active.append(buffer, [_at(h, g.position) for h, g in zip(patched, headers, strict=True)])
@@ -176,13 +180,9 @@ class DiskPartitionLog:
                                  f" ends at {next_offset}")
             next_offset += header.last_offset_delta + 1
         self._maybe_roll(len(batch_bytes))
-        new_epochs = False
-        for header in headers:
+        for header in headers:  # written with the next checkpoint, as on the leader's path
             if not self._epochs or self._epochs[-1][0] < header.leader_epoch:
                 self._epochs.append((header.leader_epoch, header.base_offset))
-                new_epochs = True
-        if new_epochs:
-            checkpoint.write_pairs(self.directory / EPOCHS, self._epochs)
         self._segments[-1].append(batch_bytes, headers)
         self._update_producers(self._segments[-1], headers, markers)
         self._unflushed += next_offset - base

@@ -211,3 +211,48 @@ def test_damage_before_later_segments_removes_them_when_unflushed(tmp_path: Path
     assert all_batches(log) == list(range(0, log.log_end_offset, 3))
     assert not any(p.exists() for p in segments[2:])
     log.close()
+
+
+def _crash(log: DiskPartitionLog) -> None:
+    for segment in log.segments:
+        segment.close()
+
+
+@pytest.mark.parametrize("flushed_first", [False, True])
+def test_epochs_of_batches_past_the_recovery_point_are_rebuilt_after_a_crash(tmp_path: Path,
+                                                                             flushed_first: bool) -> None:
+    """A new epoch reaches the epoch file only with the log's next checkpoint (no fsync on the produce path),
+    so after a crash recovery takes the rest from the batches themselves, as Kafka's LogSegment.recover
+    does. Losing one would make OffsetForLeaderEpoch answer a follower wrongly, and it truncate wrongly."""
+    log = DiskPartitionLog(tmp_path, CONFIG)
+    for index in range(30):
+        log.append(record_batch([(b"k", b"v")] * 3), leader_epoch=1)
+    if flushed_first:
+        log.flush()  # recovery point at 90, epoch file [(1, 0)]
+    epoch_file = (tmp_path / "leader-epoch-checkpoint").read_bytes()
+    for epoch in (4, 4, 7, 9, 9):
+        log.append(record_batch([(b"k", b"v")] * 3), leader_epoch=epoch)
+    assert (tmp_path / "leader-epoch-checkpoint").read_bytes() == epoch_file  # nothing written on append
+    expected = [(1, 0), (4, 90), (7, 96), (9, 99)]
+    assert log.leader_epochs == expected
+    _crash(log)
+    reopened = DiskPartitionLog(tmp_path, CONFIG)
+    assert reopened.recovered_unclean
+    assert reopened.leader_epochs == expected
+    reopened.close()
+    assert DiskPartitionLog(tmp_path, CONFIG).leader_epochs == expected  # and written by the clean close
+
+
+def test_epochs_cut_with_their_batches_by_recovery_are_dropped(tmp_path: Path) -> None:
+    """Epochs the file names past the recovered log end went with their batches."""
+    log = DiskPartitionLog(tmp_path, CONFIG)
+    for epoch in (1, 1, 2, 3):
+        log.append(record_batch([(b"k", b"v")] * 3), leader_epoch=epoch)
+    log.flush()  # epoch file [(1, 0), (2, 6), (3, 9)]
+    _crash(log)
+    segment = last_segment(tmp_path)
+    os.truncate(segment, segment.stat().st_size - 5)  # the epoch-3 batch is cut
+    reopened = DiskPartitionLog(tmp_path, CONFIG)
+    assert reopened.log_end_offset == 9
+    assert reopened.leader_epochs == [(1, 0), (2, 6)]
+    reopened.close()
