@@ -78,6 +78,7 @@ def _read_time2(self: Any, column: Any) -> datetime.timedelta:
     return time2_value(self.packet.read(3 + (fsp + 1) // 2), fsp)
 
 
+# Name-mangled private method of the library's RowsEvent; replaced for every reader in this process.
 RowsEvent._RowsEvent__read_time2 = _read_time2
 
 _JSON_DATETIMES = {FIELD_TYPE.DATETIME, FIELD_TYPE.DATETIME2, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.TIMESTAMP2}

@@ -3,7 +3,7 @@
 Each reader gives exactly the value python-mysql-replication 1.0.17 gives for the column (its
 `RowsEvent.__read_values_name` and helpers; `tests/changefeed/source/test_row_decoder.py` compares the
 two on a real server's binlog), so the quirks `mounter` fixes stay as they are. A value the library
-treats specially (a zero or invalid date, an out-of-range enum index) is not read here: the reader
+treats specially (a zero or invalid date, an out-of-range enum index, an empty SET) is not read here: the reader
 answers `LIBRARY` without moving, and the library reads it. Layouts: MySQL's
 libbinlogevents/src/binary_log_funcs.cpp and sql-common/my_time.cc (DATETIME2, TIMESTAMP2, fractional
 seconds), strings/decimal.cc (DECIMAL).

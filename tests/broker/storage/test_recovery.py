@@ -225,7 +225,7 @@ def test_epochs_of_batches_past_the_recovery_point_are_rebuilt_after_a_crash(tmp
     so after a crash recovery takes the rest from the batches themselves, as Kafka's LogSegment.recover
     does. Losing one would make OffsetForLeaderEpoch answer a follower wrongly, and it truncate wrongly."""
     log = DiskPartitionLog(tmp_path, CONFIG)
-    for index in range(30):
+    for _ in range(30):
         log.append(record_batch([(b"k", b"v")] * 3), leader_epoch=1)
     if flushed_first:
         log.flush()  # recovery point at 90, epoch file [(1, 0)]
