@@ -7,9 +7,12 @@
   Spark batch job that reads the same topic and appends the raw records to Delta (what Spark's Kafka
   source and Delta cost on their own, without parsing, ordering or merging). Both run twice: the first
   pair pays the JVM's class loading and JIT (the pipeline, run first, most of it), the second is warm.
-- freshness: a writer commits single-row transactions at `--live-rate` rows/s while the changefeed and
-  the job (processing-time trigger of 1 s) run; a poller reads the Delta table and records, for each
-  row that became visible, visible time minus commit time.
+- freshness: a writer commits rows at `--live-rate` rows/s (one row per transaction up to 200 rows/s,
+  then more rows per transaction, paced to a schedule so the rate holds) while the changefeed and the job
+  (processing-time trigger of 1 s) run; a poller reads the Delta table and records, for each row that
+  became visible, visible time minus commit time. `--lag-plot FILE` also draws Delta's lag over the run
+  (at each poll: now minus the commit time of the newest visible row) and the rows committed but not yet
+  visible, to see whether the lag stays bounded.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +94,18 @@ def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: in
     return {"pipeline (parse, order, MERGE)": records / merge_s, "plain Kafka -> Delta append": records / append_s}
 
 
+@dataclass(frozen=True)
+class LagSample:
+    """One poll of the live run: seconds since the writer started, Delta's lag (now minus the commit time
+    of the newest visible row), rows committed but not yet visible."""
+
+    at: float
+    lag: float
+    behind: int
+
+
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
-               store: Path) -> list[float]:
+               store: Path) -> tuple[list[float], list[LagSample], int]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
           f"&max-message-bytes={SINK_LIMIT}"
@@ -101,20 +115,28 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
                             available_now=False, processing_time="1 second")
     committed: dict[int, float] = {}
     stop = threading.Event()
+    per_commit = max(1, round(rate / 200))  # one INSERT round trip per row cannot reach thousands a second
+    began = time.time()
 
     def write() -> None:
         with mysql.connect(DATABASE) as conn, conn.cursor() as cur:
             n = 0
             while not stop.is_set():
-                cur.execute("INSERT INTO live VALUES (%s, %s)", (n, n))
-                committed[n] = time.time()
-                n += 1
-                time.sleep(1 / rate)
+                rows = [(i, i) for i in range(n, n + per_commit)]
+                cur.execute("BEGIN")
+                cur.executemany("INSERT INTO live VALUES (%s, %s)", rows)
+                cur.execute("COMMIT")
+                done = time.time()
+                for i, _ in rows:
+                    committed[i] = done
+                n += per_commit
+                time.sleep(max(0.0, began + n / rate - time.time()))  # on schedule, not sleep-after-work
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     query = None
     lags: list[float] = []
+    curve: list[LagSample] = []
     try:
         time.sleep(2)  # the first rows create the topic and the table
         query = start_query(spark, read_stream(spark, config.source), config)
@@ -131,20 +153,44 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
             if top is not None and top > seen:
                 lags += [now - committed[i] for i in range(seen + 1, top + 1) if i in committed]
                 seen = top
+            if seen >= 0 and seen in committed:
+                curve.append(LagSample(now - began, now - committed[seen], len(committed) - seen - 1))
     finally:
         stop.set()
         writer.join()
         if query is not None:
             query.stop()
         feed.remove()
-    return lags
+    return lags, curve, len(committed)
+
+
+def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
+    """Delta's lag and the rows not yet visible against time, one SVG (matplotlib, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("svg")
+    from matplotlib import pyplot
+
+    figure, lag_axis = pyplot.subplots(figsize=(8, 3.5))
+    lag_axis.plot([s.at for s in curve], [s.lag for s in curve], color="tab:blue", linewidth=1)
+    lag_axis.set_xlabel("seconds since the writer started")
+    lag_axis.set_ylabel("Delta's lag, s", color="tab:blue")
+    behind_axis = lag_axis.twinx()
+    behind_axis.plot([s.at for s in curve], [s.behind for s in curve], color="tab:orange", linewidth=1)
+    behind_axis.set_ylabel("rows committed, not yet in Delta", color="tab:orange")
+    lag_axis.set_title(f"MySQL commit -> visible in Delta, writer at {rate:.0f} rows/s, trigger 1 s")
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Date": None})  # no timestamp: the file changes only with the data
+    pyplot.close(figure)
 
 
 @click.command()
 @click.option("--rows", default=50_000, show_default=True)
 @click.option("--live-seconds", default=30.0, show_default=True)
 @click.option("--live-rate", default=200.0, show_default=True, help="Rows per second the live writer commits.")
-def main(rows: int, live_seconds: float, live_rate: float) -> None:
+@click.option("--lag-plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also draw Delta's lag over the live run into this SVG file.")
+def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -168,11 +214,22 @@ def main(rows: int, live_seconds: float, live_rate: float) -> None:
                 base = rates["plain Kafka -> Delta append"]
                 for name, rate in rates.items():
                     click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
-            lags = sorted(_freshness(spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db"))
+            found, curve, written = _freshness(spark, mysql, broker.bootstrap, work, live_seconds, live_rate,
+                                               work / "cf2.db")
+            lags = sorted(found)
+            click.echo(f"\nlive writer: {written} rows in {live_seconds:.0f} s ({written / live_seconds:,.0f} rows/s "
+                       f"written, {live_rate:,.0f} asked)")
             if lags:
                 p50, p99 = statistics.median(lags), lags[min(len(lags) - 1, int(len(lags) * 0.99))]
-                click.echo(f"\nfreshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows: "
+                click.echo(f"freshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows: "
                            f"p50 {p50:.2f} s, p99 {p99:.2f} s (MySQL commit -> visible in Delta)")
+                thirds = [curve[i * len(curve) // 3:(i + 1) * len(curve) // 3] for i in range(3)]
+                click.echo("Delta's lag by third of the run, mean / max s: " + ", ".join(
+                    f"{statistics.mean(s.lag for s in part):.1f} / {max(s.lag for s in part):.1f}"
+                    for part in thirds if part))
+                if lag_plot is not None:
+                    _plot(curve, live_rate, lag_plot)
+                    click.echo(f"lag curve: {lag_plot}")
             else:
                 click.echo("\nfreshness: no row became visible in the live window")
         finally:
