@@ -2,6 +2,11 @@
 bytes on the same disk (the physical limit), 1 KiB records in 1 MiB batches; plus RSS over the append.
 
     python bench/storage.py --size-mb 256 [--rounds 3] [--dir /path/on/disk]
+    python bench/storage.py --first-appends 1000
+
+`--first-appends N`: N fresh partition logs (a new topic's partitions, opened as the broker opens them),
+one small batch appended to each, then a second one to each: the first write of a new partition (or of a
+new leader epoch) against a steady append, in microseconds per append, side by side.
 """
 
 from __future__ import annotations
@@ -37,10 +42,10 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def one_batch() -> bytes:
-    """~1 MiB RecordBatch v2 of 1 KiB values."""
+def one_batch(size: int = BATCH) -> bytes:
+    """A RecordBatch v2 of 1 KiB values, about `size` bytes (at least one record)."""
     body, count = bytearray(), 0
-    while len(body) + RECORD + 16 < BATCH - 61:
+    while count == 0 or len(body) + RECORD + 16 < size - 61:
         record = b"\x00" + _varint(0) + _varint(count) + _varint(-1) + _varint(RECORD) + os.urandom(RECORD) + b"\x00"
         body += _varint(len(record)) + record
         count += 1
@@ -131,14 +136,39 @@ def bench(directory: Path, size_mb: int, rounds: int) -> list[tuple[str, float, 
     return [("append", best["ours_w"], best["plain_w"]), ("read", best["ours_r"], best["plain_r"])]
 
 
+def first_appends_of(directory: Path, partitions: int) -> tuple[float, float]:
+    """Microseconds per append: the first into each of `partitions` new logs, then a second into each."""
+    batch = one_batch(0)  # one 1 KiB record
+    logs = [DiskPartitionLog(directory / f"t-{index}", StorageConfig()) for index in range(partitions)]
+    timings = []
+    for _ in range(2):
+        start = time.perf_counter()
+        for log in logs:
+            log.append(batch, leader_epoch=0)
+        timings.append((time.perf_counter() - start) / partitions * 1e6)
+    for log in logs:
+        log.close()
+    return timings[0], timings[1]
+
+
 @click.command()
 @click.option("--size-mb", default=256, show_default=True, help="Bytes to append (MiB); 2048 for the 2 GiB run.")
 @click.option("--rounds", default=3, show_default=True, help="Rounds; the best of each side is reported.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory on the disk to measure (default: a temp dir).")
-def main(size_mb: int, rounds: int, directory: Path | None) -> None:
+@click.option("--first-appends", default=0, show_default=True,
+              help="Instead: first vs second append into this many new partition logs.")
+def main(size_mb: int, rounds: int, directory: Path | None, first_appends: int) -> None:
     """Append and read MB/s of the storage engine vs plain sequential file I/O."""
     work = Path(tempfile.mkdtemp(prefix="lakefeed-bench-", dir=directory))
+    if first_appends:
+        try:
+            first, steady = first_appends_of(work, first_appends)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print(f"{first_appends} new partition logs, one 1-record batch each: first append {first:.0f} us, "
+              f"second append {steady:.0f} us ({first / steady:.1f}x)")
+        return
     try:
         rows = bench(work, size_mb, rounds)
     finally:
