@@ -135,6 +135,19 @@ class QuorumController:
         return self.raft.flush() if proposals else []
 
     # --- requests from brokers and admin clients (only on the active controller) ---------------
+    def _require_caught_up(self) -> None:
+        """Requests decide from `state`: a newly elected controller answers them only once it has applied its
+        own term's no-op, and with it every entry of earlier terms (KRaft's controller, likewise, is active
+        only after replaying the log up to its leader epoch's start). Before that its state may lack what
+        earlier leaders committed - a controller restarted and elected at once took a restarted broker for a
+        new one and registered it unfenced, leader of its old partitions with a log recovery had cut, and the
+        followers truncated acknowledged records to it (the [safety] nemesis, seed 7). Retriable."""
+        if not self.is_active:
+            raise NotController(f"this node is not the active controller; try node {self.raft.leader}")
+        if self.raft.last_applied < self.raft.term_start_index:
+            raise NotController(f"controller {self.raft.id} was just elected and is still applying the metadata "
+                                f"log ({self.raft.last_applied} of {self.raft.term_start_index}); try again")
+
     def _propose(self, records: list[r.Record]) -> int:
         try:
             index = 0
@@ -155,6 +168,7 @@ class QuorumController:
         up under the current leader epoch. Keeping it as leader with its old epoch would make the followers
         truncate acknowledged records to its shorter log.
         """
+        self._require_caught_up()
         known = self.state.brokers.get(broker_id)
         recs: list[r.Record] = []
         if known is None or known.incarnation == incarnation:
@@ -172,6 +186,7 @@ class QuorumController:
 
     def shutdown_broker(self, broker_id: int) -> int:
         """Controlled shutdown: fence the broker now and move its leaderships, instead of waiting a session."""
+        self._require_caught_up()
         if broker_id not in self.state.brokers or self.state.brokers[broker_id].fenced:
             return self.raft.commit_index
         return self._propose([r.FenceBroker(broker_id), *on_broker_fenced(self.state, broker_id, self.unclean)])
@@ -181,6 +196,7 @@ class QuorumController:
     ) -> int:
         """A leader's ISR change (Kafka's AlterPartition); stale leaders get StaleEpoch, a change made
         against an older state of the partition StalePartitionEpoch."""
+        self._require_caught_up()
         return self._propose([alter_isr(self.state, topic, partition, leader, leader_epoch, partition_epoch, isr)])
 
     def heartbeat(self, broker_id: int) -> int:
@@ -205,6 +221,7 @@ class QuorumController:
         self, name: str, partitions: int, replication_factor: int, topic_id: str, configs: dict[str, str] | None = None,
         assignment: list[list[int]] | None = None,
     ) -> int:
+        self._require_caught_up()
         # A create proposed but not applied yet counts too: two brokers auto-creating one topic at once
         # must not both be told they created it.
         self._creating = {t: i for t, i in self._creating.items() if i > self.raft.last_applied}
@@ -224,6 +241,7 @@ class QuorumController:
         self, topic: str, count: int, assignment: list[list[int]] | None = None, validate_only: bool = False
     ) -> int:
         """Grow `topic` to `count` partitions (Kafka's CreatePartitions); `validate_only` proposes nothing."""
+        self._require_caught_up()
         record = add_partitions(self.state, topic, count, assignment)
         if validate_only:
             if not self.is_active:  # the answer must come from the state the change would be applied to
@@ -232,12 +250,14 @@ class QuorumController:
         return self._propose([record])
 
     def delete_topic(self, name: str) -> int:
+        self._require_caught_up()
         if name not in self.state.topics:
             raise UnknownTopic(f"topic {name!r} does not exist")
         return self._propose([r.DeleteTopic(name)])
 
     def alter_config(self, resource: str, key: str, value: str | None) -> int:
         """Set (or, with None, delete) one config of `broker:<id>`, `topic:<name>` or `cluster`."""
+        self._require_caught_up()
         kind, _, name = resource.partition(":")
         if kind == "topic" and name not in self.state.topics:
             raise UnknownTopic(f"topic {name!r} does not exist")
@@ -250,6 +270,7 @@ class QuorumController:
         (Kafka forwards these to the controller, which keeps them in the metadata log): every broker applies
         them, so a user or ACL made through one broker holds on all. The broker checked them; here only that
         they are security records."""
+        self._require_caught_up()
         try:
             records = [r.from_dict(change) for change in changes]
         except TypeError as exc:  # a field missing or unknown: a broker of another version, or a bug
@@ -274,6 +295,7 @@ class QuorumController:
 
     def elect_preferred_leaders(self, partitions: list[tuple[str, int]] | None = None) -> int:
         """Move leadership back to each partition's first replica (all partitions, or the given ones)."""
+        self._require_caught_up()
         changes = preferred_leader_changes(self.state)
         if partitions is not None:
             wanted = {(t, p) for t, p in partitions}

@@ -177,6 +177,9 @@ class RaftNode:
         self.leader: int | None = None
         self.commit_index = self.snapshot_index
         self.last_applied = self.snapshot_index
+        # Index of this node's no-op of its current term as leader: once it is applied, so is every entry of
+        # earlier terms (Raft section 5.4.2), and the state machine is the whole committed log.
+        self.term_start_index = 0
         self._timeout_range = election_timeout_ms
         self._heartbeat_ms = heartbeat_ms
         self._max_batch = max_batch
@@ -367,7 +370,7 @@ class RaftNode:
         self._last_sent = {}
         self._sent_upto = {}
         # A no-op entry of the new term lets earlier-term entries commit (Raft section 5.4.2).
-        self.propose(None)
+        self.term_start_index = self.propose(None)
         return self.flush()
 
     # --- replication ---------------------------------------------------------------------------

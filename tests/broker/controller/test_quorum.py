@@ -266,6 +266,40 @@ def test_a_restarted_broker_is_fenced_and_loses_its_leaderships_until_it_heartbe
     assert sim.active().state.partition("t", 0).isr == (1, 2, 3)  # type: ignore[union-attr]
 
 
+def test_a_newly_elected_controller_answers_only_once_it_has_applied_the_earlier_terms() -> None:
+    """The [safety] nemesis (seed 7) once lost acknowledged writes this way: a broker killed with its controller
+    restarted, the controller was elected at once and took the broker's registration before it had applied the
+    log of earlier terms; not knowing the broker, it registered the new incarnation unfenced, still leader of its
+    partitions with a log recovery had cut, and the followers truncated acknowledged records to it."""
+    sim = _registered(1, 2, 3)
+    sim.active().create_topic("t", 1, -1, "id-t", assignment=[[2, 1, 3]])
+    sim.run(100)
+    before = sim.active().state.partition("t", 0)
+    assert before is not None and before.leader == 2
+    sim.nodes = {v: sim._make(v) for v in (1, 2, 3)}  # every controller restarts: state from the log alone
+    sim.queue = []
+    refused = 0
+    while not any(q.is_active for q in sim.nodes.values()):
+        sim.run(1)
+    new = sim.active()
+    assert new.raft.last_applied < new.raft.term_start_index  # elected, its no-op not yet applied
+    for request in (lambda: new.register_broker(2, "127.0.0.1", 9002, None, "inc2-restarted"),
+                    lambda: new.create_topic("t", 1, -1, "id-t2", assignment=[[1, 2, 3]]),
+                    lambda: new.alter_partition("t", 0, 2, before.leader_epoch, before.partition_epoch, (2, 1)),
+                    lambda: new.shutdown_broker(2)):
+        with pytest.raises(NotController, match="still applying"):
+            request()
+        refused += 1
+    sim.run(100)
+    assert sim.active() is new and new.state.partition("t", 0) == before  # the earlier terms, applied
+    new.register_broker(2, "127.0.0.1", 9002, None, "inc2-restarted")
+    sim.run(50)
+    state = sim.active().state
+    after = state.partition("t", 0)
+    assert refused == 4 and state.brokers[2].fenced
+    assert after is not None and after.leader == 1 and after.leader_epoch == before.leader_epoch + 1
+
+
 def test_a_restarted_last_isr_member_leads_again_only_after_its_heartbeat() -> None:
     sim = _registered(1, 2)
     sim.active().create_topic("solo", 1, -1, "id-solo", assignment=[[2]])
