@@ -136,6 +136,14 @@ def _fraction(micros: int, fsp: int | None) -> str:
     return "." + f"{micros:06d}"[:digits] if digits else ""
 
 
+def _datetime_text(value: datetime.datetime, fsp: int | None) -> str:
+    """DATETIME/TIMESTAMP as TiDB prints them: 4-digit year, `fsp` fraction digits; an aware value (TIMESTAMP,
+    mounter) in UTC."""
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+    return value.isoformat(" ", "seconds") + _fraction(value.microsecond, fsp)
+
+
 def _time_text(value: datetime.timedelta, fsp: int | None) -> str:
     total = value.days * 86400 * 1_000_000 + value.seconds * 1_000_000 + value.microseconds
     sign = "-" if total < 0 else ""
@@ -203,11 +211,7 @@ def _typed_formatter(column: Column, name: str, general: Formatter) -> Formatter
         fsp = column.fsp
 
         def moment(value: Value) -> str | None:
-            if type(value) is not datetime.datetime:
-                return general(value)
-            if value.tzinfo is not None:  # TIMESTAMP: aware, in UTC (mounter)
-                value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-            return value.isoformat(" ", "seconds") + _fraction(value.microsecond, fsp)
+            return _datetime_text(value, fsp) if type(value) is datetime.datetime else general(value)
 
         return moment
     if name == "date":
@@ -266,9 +270,7 @@ def _general_formatter(column: Column, name: str) -> Formatter:
         if isinstance(value, Decimal):
             return _plain(value)
         if isinstance(value, datetime.datetime):
-            if value.tzinfo is not None:
-                value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-            return value.isoformat(" ", "seconds") + _fraction(value.microsecond, column.fsp)
+            return _datetime_text(value, column.fsp)
         if isinstance(value, datetime.date):
             return value.isoformat()
         if isinstance(value, datetime.timedelta):
