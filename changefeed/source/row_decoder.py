@@ -2,8 +2,8 @@
 
 python-mysql-replication decodes a row column by column through several method calls each (a bitmap
 test, a type dispatch over ~25 branches, a packet read through two wrappers, name lookups through the
-table map): about 15 of the 25 microseconds capture spent on a 4-column row. This decoder chooses one
-reader per column once per TABLE_MAP (cached by the columns' description, `row_readers`) and reads
+table map): about 15 of the 25 microseconds capture spent on a 4-column row. This decoder compiles one
+image reader per table version (cached by the columns' description; `row_image`, `row_readers`) and reads
 integers, floats, strings, DECIMAL, DATE, DATETIME, TIMESTAMP, TIME, ENUM, SET and BIT straight from the
 event's bytes; the other types (MySQL's binary JSON, GEOMETRY) and rare values (a zero date, an empty SET)
 are read by the library's own per-column reader at the same position, so every value, and every library
@@ -27,23 +27,19 @@ from typing import Any
 from pymysqlreplication.constants import FIELD_TYPE
 from pymysqlreplication.row_event import RowsEvent, UpdateRowsEvent
 
-from changefeed.source.row_readers import LIBRARY, column_reader
+from changefeed.source.row_image import compile_image
 
 _MAX_PLANS = 1024  # table versions pile up only through DDL; past this many, start again
 
 
 class RowPlan:
-    """How to read the rows of one table version: per column its NULL bit, name and reader (None: the
-    library's)."""
+    """How to read the rows of one table version: its columns and its compiled image reader."""
 
     def __init__(self, columns: Sequence[Any], ignore_errors: bool) -> None:
         self.columns = list(columns)
-        self.null_bytes = (len(columns) + 7) // 8
         self.present = _all_ones(len(columns))
         self.has_sets = any(column.type == FIELD_TYPE.SET for column in columns)
-        # Per column: its NULL bit (byte, mask), name, reader, index.
-        self.steps = [(i >> 3, 1 << (i & 7), column.name, column_reader(column, ignore_errors), i)
-                      for i, column in enumerate(columns)]
+        self.image = compile_image(self.columns, ignore_errors, note_nulls=self.has_sets)
 
     def covers(self, bitmap: bytes) -> bool:
         """Every column is in the image (bits past the last column, unused, may be either)."""
@@ -115,12 +111,12 @@ class RowsDecoder:
         sets = plan.has_sets
         while pos < end:
             row: dict[str, Any] = {}
-            values, pos = self._image(event, plan, data, pos)
+            values, pos = plan.image(event, plan, data, pos)
             if update:
                 row["before_values"] = values
                 if sets:
                     row["before_none_sources"] = event._get_none_sources(values)
-                row["after_values"], pos = self._image(event, plan, data, pos)
+                row["after_values"], pos = plan.image(event, plan, data, pos)
                 if sets:
                     row["after_none_sources"] = event._get_none_sources(row["after_values"])
             else:
@@ -134,33 +130,3 @@ class RowsDecoder:
         wrapper.read_bytes = event.event_size
         packet._position = end
         return rows
-
-    @staticmethod
-    def _image(event: RowsEvent, plan: RowPlan, data: bytes, pos: int) -> tuple[dict[str, Any], int]:
-        nulls = data[pos:pos + plan.null_bytes]
-        pos += plan.null_bytes
-        values: dict[str, Any] = {}
-        for byte, mask, name, read, i in plan.steps:
-            if nulls[byte] & mask:
-                values[name] = None
-                if plan.has_sets:
-                    event._RowsEvent__none_sources[name] = "null"
-            else:
-                value, pos = read(data, pos) if read is not None else (LIBRARY, pos)
-                if value is LIBRARY:  # a type, or a rare value (a zero date...), only the library reads
-                    value, pos = _library_value(event, plan, i, nulls, pos)
-                values[name] = value
-        return values, pos
-
-
-def _library_value(event: RowsEvent, plan: RowPlan, index: int, nulls: bytes, pos: int) -> tuple[Any, int]:
-    """One value read by the library's per-column reader at `pos` (it reads through `event.packet`)."""
-    wrapper = event.packet
-    packet = wrapper.packet
-    packet._position = pos
-    column = plan.columns[index]
-    value = event._RowsEvent__read_values_name(
-        column, nulls, index, False, plan.present, column.unsigned, index)
-    if wrapper._BinLogPacketWrapper__data_buffer:  # a reader that pushed bytes back and left them
-        raise ValueError(f"column {column.name} of {event.schema}.{event.table} left unread bytes behind")
-    return value, packet._position

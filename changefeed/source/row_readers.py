@@ -74,12 +74,16 @@ def _text_decoder(column: Any, ignore_errors: bool) -> Callable[[bytes], Any] | 
     return lambda raw: raw.decode(encoding, errors)
 
 
+def string_overrun(length: int) -> ValueError:
+    return ValueError(f"a string of {length} bytes runs past the end of the rows event")
+
+
 def _string(length_size: int, decode: Callable[[bytes], Any]) -> Reader:
     def read(data: bytes, pos: int) -> tuple[Any, int]:
         start = pos + length_size
         end = start + int.from_bytes(data[pos:start], "little")
         if end > len(data):
-            raise ValueError(f"a string of {end - start} bytes runs past the end of the rows event")
+            raise string_overrun(end - start)
         return decode(data[start:end]), end
 
     return read
@@ -252,24 +256,38 @@ def _decimal(precision: int, scale: int) -> Reader:
     return read
 
 
+def fixed_layout(column: Any) -> struct.Struct | None:
+    """The struct layout of a fixed-width number column (TINYINT..BIGINT but MEDIUMINT, FLOAT, DOUBLE)."""
+    return _NUMBERS.get((column.type, bool(column.unsigned)))
+
+
+def string_layout(column: Any, ignore_errors: bool) -> tuple[int, Callable[[bytes], Any]] | None:
+    """A string or blob column's length prefix size and decoding, or None where only the library reads it."""
+    kind = column.type
+    if kind not in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
+        return None
+    decode = _text_decoder(column, ignore_errors)
+    if decode is None:
+        return None
+    if kind == FIELD_TYPE.BLOB:
+        return int(column.length_size), decode
+    return (2 if column.max_length > 255 else 1), decode
+
+
 def column_reader(column: Any, ignore_errors: bool) -> Reader | None:
     """The reader for a column of the library's TABLE_MAP, or None where only the library reads it
     (MySQL's binary JSON, GEOMETRY, the old pre-5.6 temporal types, strings in charsets it fails on)."""
     kind = column.type
     if kind == FIELD_TYPE.INT24:
         return _int24(bool(column.unsigned))
-    layout = _NUMBERS.get((kind, bool(column.unsigned)))
+    layout = fixed_layout(column)
     if layout is not None:
         return _number(layout)
     if kind == FIELD_TYPE.YEAR:
         return _year
     if kind in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING, FIELD_TYPE.BLOB):
-        decode = _text_decoder(column, ignore_errors)
-        if decode is None:
-            return None
-        if kind == FIELD_TYPE.BLOB:
-            return _string(column.length_size, decode)
-        return _string(2 if column.max_length > 255 else 1, decode)
+        string = string_layout(column, ignore_errors)
+        return None if string is None else _string(*string)
     if kind == FIELD_TYPE.DATETIME2:
         return _datetime2(column.fsp or 0)
     if kind == FIELD_TYPE.TIMESTAMP2:

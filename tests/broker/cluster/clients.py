@@ -161,8 +161,12 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, li
 def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int, int]]]) -> None:
     """Every acknowledged write is in the log once, at the offset its acknowledgement named; each partition
     holds its writes in the order they were produced (seq strictly increasing); no write appears twice."""
-    seqs = [seq for records in got.values() for _, seq in records]
-    assert len(seqs) == len(set(seqs)), "a write appears more than once"
+    where: dict[int, list[tuple[int, int]]] = {}
+    for p, records in got.items():
+        for offset, seq in records:
+            where.setdefault(seq, []).append((p, offset))
+    twice = {seq: places for seq, places in where.items() if len(places) > 1}
+    assert not twice, f"{len(twice)} writes appear more than once, (partition, offset) each: {sorted(twice.items())[:5]}"
     for p, records in got.items():
         order = [seq for _, seq in records]
         assert order == sorted(order), f"partition {p} is out of produce order"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from changefeed.model import Position
-from changefeed.source import row_decoder
+from changefeed.source import row_image
 from changefeed.source.binlog_reader import BinlogReader
 from changefeed.source.capture import start_position
 from changefeed.source.records import RowsRecord
@@ -169,7 +169,7 @@ def test_a_table_of_fixed_and_string_columns_only_is_decoded_without_the_library
                          for i in range(500)])
         cur.execute("UPDATE sb SET k = k + 1 WHERE id < 100")
         cur.execute("DELETE FROM sb WHERE id >= 400")
-    original = row_decoder._library_value
+    original = row_image.library_value  # bound into each image reader when it is compiled
     calls = 0
 
     def counted(*args: Any) -> Any:
@@ -177,11 +177,11 @@ def test_a_table_of_fixed_and_string_columns_only_is_decoded_without_the_library
         calls += 1
         return original(*args)
 
-    row_decoder._library_value = counted  # type: ignore[assignment]
+    row_image.library_value = counted  # type: ignore[assignment]
     try:
         assert _same_as_the_library(settings, start, "sb", has_sets=False) >= 3
     finally:
-        row_decoder._library_value = original  # type: ignore[assignment]
+        row_image.library_value = original  # type: ignore[assignment]
     assert calls == 0
 
 
