@@ -181,7 +181,7 @@ def test_a_table_of_fixed_and_string_columns_only_is_decoded_without_the_library
     try:
         assert _same_as_the_library(settings, start, "sb", has_sets=False) >= 3
     finally:
-        row_image.library_value = original  # type: ignore[assignment]
+        row_image.library_value = original
     assert calls == 0
 
 

@@ -96,7 +96,7 @@ def _column_by_column(columns: list[Column], data: bytes, pos: int) -> tuple[dic
 
 
 def _same(a: Any, b: Any) -> bool:
-    return a == b or (a != a and b != b)  # NaN from random float bytes
+    return bool(a == b or (a != a and b != b))  # NaN from random float bytes
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -107,7 +107,7 @@ def test_the_compiled_reader_gives_the_per_column_readers_values(seed: int) -> N
     for null_share in (0.0, 0.1, 0.5, 1.0):
         for _ in range(20):
             data = b"\x07prefix" + _image(rng, columns, null_share) + b"next"
-            got, end = image(None, None, data, 7)  # type: ignore[arg-type]  # no column goes to the library
+            got, end = image(None, None, data, 7)  # no column goes to the library
             want, want_end = _column_by_column(columns, data, 7)
             assert end == want_end == len(data) - 4
             assert list(got) == list(want)
@@ -119,7 +119,7 @@ def test_a_string_running_past_the_event_is_an_error() -> None:
     image = compile_image(columns, ignore_errors=False, note_nulls=False)
     data = b"\x00" + (5).to_bytes(4, "little") + (50).to_bytes(2, "little") + b"short"
     with pytest.raises(ValueError, match="a string of 50 bytes runs past the end of the rows event"):
-        image(None, None, data, 0)  # type: ignore[arg-type]
+        image(None, None, data, 0)
 
 
 def test_a_run_of_numbers_is_one_unpack_and_a_null_in_it_falls_back_per_column() -> None:
@@ -128,4 +128,4 @@ def test_a_run_of_numbers_is_one_unpack_and_a_null_in_it_falls_back_per_column()
     image = compile_image(columns, ignore_errors=False, note_nulls=False)
     assert image.source.count("unpack") == 4  # type: ignore[attr-defined]  # the run's, and one per column
     values = (-5).to_bytes(4, "little", signed=True) + (2**64 - 1).to_bytes(8, "little")
-    assert image(None, None, b"\x04" + values, 0) == ({"a": -5, "b": 2**64 - 1, "c": None}, 13)  # type: ignore[arg-type]
+    assert image(None, None, b"\x04" + values, 0) == ({"a": -5, "b": 2**64 - 1, "c": None}, 13)
