@@ -1,0 +1,58 @@
+"""The cluster tests' checker: a write stored twice fails, except the client's re-send under a bumped producer
+epoch (librdkafka issue 4953, clients.py), which is reported; the epochs are read from real segment files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.protocol.records import iter_batches, patch_batch
+from tests.broker.cluster.clients import check_exactly_once_in_order, producer_epochs
+from tests.broker.storage.batches import record_batch
+
+TOPIC = "t"
+
+
+def _segment(tmp_path: Path, writes: list[tuple[int, int]]) -> Path:
+    """Partition 0 of TOPIC holding one single-record batch per (seq, producer epoch), from offset 0."""
+    data = bytearray()
+    for offset, (seq, epoch) in enumerate(writes):
+        batch = bytearray(record_batch([(b"k", str(seq).encode())], producer_id=9000, producer_epoch=epoch,
+                                       base_sequence=offset))
+        patch_batch(batch, next(iter_batches(batch)), offset, leader_epoch=1)
+        data += batch
+    directory = tmp_path / f"{TOPIC}-0"
+    directory.mkdir()
+    (directory / "00000000000000000000.log").write_bytes(data)
+    return tmp_path
+
+
+def _check(tmp_path: Path, writes: list[tuple[int, int]], acked_offsets: dict[int, int]) -> list[str]:
+    data_dir = _segment(tmp_path, writes)
+    got = {0: [(offset, seq) for offset, (seq, _) in enumerate(writes)]}
+    acked = [(0, offset, seq, 0.0, 0.0) for seq, offset in acked_offsets.items()]
+    return check_exactly_once_in_order(acked, got, epochs=lambda p, offsets: producer_epochs(data_dir, TOPIC, p, offsets))
+
+
+def test_a_write_stored_again_under_a_later_producer_epoch_is_reported(tmp_path: Path) -> None:
+    reports = _check(tmp_path, [(1, 0), (2, 0), (2, 1), (3, 1)], {1: 0, 2: 2, 3: 3})
+    assert reports == ["write 2 stored again by the client's re-send under a bumped producer epoch: "
+                       "partition 0 offsets [1, 2], producer epochs [0, 1]"]
+
+
+def test_a_write_stored_twice_within_one_producer_epoch_fails(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"1 writes appear more than once.*\(2, \[\(0, 1\), \(0, 2\)\]\)"):
+        _check(tmp_path, [(1, 0), (2, 0), (2, 0), (3, 0)], {1: 0, 2: 2, 3: 3})
+
+
+def test_a_write_stored_again_under_an_earlier_epoch_fails(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="appear more than once"):
+        _check(tmp_path, [(1, 1), (2, 1), (2, 0)], {1: 0, 2: 2})
+
+
+def test_without_epochs_every_duplicate_fails_and_a_lost_acknowledged_write_fails(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="appear more than once"):
+        check_exactly_once_in_order([], {0: [(0, 1), (1, 1)]})
+    with pytest.raises(AssertionError, match="1 acknowledged writes lost or moved"):
+        _check(tmp_path, [(1, 0), (2, 0), (2, 1)], {1: 0, 2: 2, 3: 3})
