@@ -32,7 +32,8 @@ def _check(tmp_path: Path, writes: list[tuple[int, int]], acked_offsets: dict[in
     data_dir = _segment(tmp_path, writes)
     got = {0: [(offset, seq) for offset, (seq, _) in enumerate(writes)]}
     acked = [(0, offset, seq, 0.0, 0.0) for seq, offset in acked_offsets.items()]
-    return check_exactly_once_in_order(acked, got, epochs=lambda p, offsets: producer_epochs(data_dir, TOPIC, p, offsets))
+    return check_exactly_once_in_order(
+        acked, got, epochs=lambda partition, offsets: producer_epochs(data_dir, TOPIC, partition, offsets))
 
 
 def test_a_write_stored_again_under_a_later_producer_epoch_is_reported(tmp_path: Path) -> None:
