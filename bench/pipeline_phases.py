@@ -2,6 +2,7 @@
 per phase (no Kafka, no changefeed: the records are built in memory, so only Spark and Delta are measured).
 
     .venv/bin/python bench/pipeline_phases.py [--batches 5] [--rows 200] [--tables 3] [--table-rows 0]
+        [--conf KEY=VALUE ...]
 
 Batch 0 creates the tables (and warms the JVM); later batches update `--rows` keys spread over
 `--tables` tables. `--table-rows N` first loads each table with N rows (one batch of inserts), so the
@@ -63,12 +64,19 @@ def _fill(spark: Any, config: PipelineConfig, tables: int, first: int, table_row
 @click.option("--rows", default=200, show_default=True, help="Changes per batch (one per key), over all tables.")
 @click.option("--tables", default=3, show_default=True, help="Tables the changes are spread over.")
 @click.option("--table-rows", default=0, show_default=True, help="Rows loaded into each table before batch 1.")
-def main(batches: int, rows: int, tables: int, table_rows: int) -> None:
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark SQL setting for the session (repeatable), to measure a setting's effect.")
+def main(batches: int, rows: int, tables: int, table_rows: int, confs: tuple[str, ...]) -> None:
     spent: dict[str, float] = {}
     for name in PHASES:  # the job module's own references, so the job calls the timed versions
         setattr(job, name, _timed(spent, name, getattr(job, name)))
     spark = build_spark_session("lakefeed-bench-phases")
     spark.sparkContext.setLogLevel("ERROR")
+    for setting in confs:
+        key, sep, value = setting.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{setting!r} is not KEY=VALUE", param_hint="--conf")
+        spark.conf.set(key, value)
     work = tempfile.mkdtemp(prefix="lakefeed-phases-")
     apply = job.ApplyBatch(PipelineConfig(SourceConfig("unused:9092", ("cdc",)), f"{work}/delta", f"{work}/ckpt"))
     try:
