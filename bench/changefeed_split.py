@@ -4,9 +4,11 @@
 
 Same binlog slice, alternating rounds, side by side:
 - one process: the changefeed runner (capture -> encode -> batched delivery, one Python process)
-- split: a spawned child runs CaptureSource + router + canal-JSON encoder and hands one batch per
-  transaction (message tuples + the commit's checkpoint) over a bounded multiprocessing queue, in
-  order; this process builds MessageBatches, sends them through KafkaSink and tracks acknowledgements.
+- split after encoding: a spawned child runs CaptureSource + router + canal-JSON encoder and hands one
+  batch per transaction (message tuples + the commit's checkpoint) over a bounded multiprocessing queue,
+  in order; this process builds MessageBatches, sends them through KafkaSink and tracks acknowledgements;
+- split after capture: the child runs CaptureSource only and hands the RowChanges (pickled); this process
+  routes, encodes and delivers them, so the two processes' work is about even.
 The split is measured twice: from the start (including the child's spawn and imports, paid on every
 attempt) and from the first batch received (streaming rate). CPU per row for the parent alone shows
 how much of the work moved. Not part of the runner: docs/benchmarks.md says why.
@@ -44,19 +46,36 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules["bench_changefeed"] = bench
 _spec.loader.exec_module(bench)
 
-Item = tuple[list[tuple[str, int, bytes | None, bytes]], Checkpoint] | None
+Encoded = tuple[str, int, bytes | None, bytes]
+Item = tuple[list[Encoded] | list[RowChange], Checkpoint] | None
 
 
-def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Queue[Item]) -> None:
+class _Encode:
+    """Route and encode row changes into (topic, partition, key, value), in the child or in this process."""
+
+    def __init__(self, topic: str) -> None:
+        self.encoder, self.router, self.partitions = CanalJsonEncoder(), Router(topic), {topic: 3}
+
+    def __call__(self, event: RowChange) -> list[Encoded]:
+        out = []
+        for change in split_key_changing_update(event):
+            to, partition = self.router.route(change, self.partitions)
+            encoded = self.encoder.encode_row(change)
+            out.append((to, partition, encoded.key, encoded.value))
+        return out
+
+
+def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Queue[Item], encode: bool) -> None:
+    """Capture (and with `encode`, route and encode), one queue item per transaction."""
     source = CaptureSource(settings, bench._options(False), start=start)
-    encoder, router, partitions = CanalJsonEncoder(), Router(topic), {topic: 3}
-    pending: list[tuple[str, int, bytes | None, bytes]] = []
+    encoder = _Encode(topic)
+    pending: list[Any] = []
     for event in source.events():
         if isinstance(event, RowChange):
-            for change in split_key_changing_update(event):
-                to, partition = router.route(change, partitions)
-                encoded = encoder.encode_row(change)
-                pending.append((to, partition, encoded.key, encoded.value))
+            if encode:
+                pending.extend(encoder(event))
+            else:
+                pending.append(event)
         elif isinstance(event, TransactionCommit):
             queue.put((pending, event.checkpoint))
             pending = []
@@ -64,7 +83,8 @@ def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Q
     source.close()
 
 
-def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint) -> tuple[int, float, float, float]:
+def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint, encode_in_child: bool
+           ) -> tuple[int, float, float, float]:
     """(rows, seconds from start, seconds from the first batch, parent CPU us/row)."""
     topic = f"split-{uuid.uuid4().hex[:6]}"
     config = parse_sink_uri(broker.uri(topic, partition_num=3))
@@ -74,13 +94,15 @@ def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint) -> tupl
     context = mp.get_context("spawn")  # never fork a process that runs librdkafka threads
     queue: Queue[Item] = context.Queue(maxsize=64)  # bounded: the child waits when delivery is behind
     began = time.perf_counter()
-    child = context.Process(target=_child, args=(settings, start, topic, queue), daemon=True)
+    child = context.Process(target=_child, args=(settings, start, topic, queue, encode_in_child), daemon=True)
+    encoder = _Encode(topic)
     child.start()
     rows, first, cpu = 0, 0.0, 0.0
     while (item := queue.get(timeout=600)) is not None:
         if not first:
             first, cpu = time.perf_counter(), time.process_time()
-        messages, checkpoint = item
+        received, checkpoint = item
+        messages = received if encode_in_child else [m for change in received for m in encoder(change)]
         if messages:
             seq = tracker.sent()
             batch = MessageBatch.of([Message(t, p, k, v) for t, p, k, v in messages])
@@ -118,9 +140,10 @@ def main(rows: int, table: str, rounds: int) -> None:
             for _ in range(rounds):
                 delivered, timing, _rss = bench._end_to_end(settings, broker, start, target, None)
                 print(f"one process: {delivered / timing.wall_s:8.0f} rows/s ({timing.cpu_s / delivered * 1e6:.1f})")
-                count, total_s, stream_s, parent_cpu = _split(settings, broker, start)
-                print(f"split:       {count / total_s:8.0f} rows/s from start, {count / stream_s:8.0f} from the first "
-                      f"batch (parent alone {parent_cpu:.1f})", flush=True)
+                for name, encode_in_child in (("split after encoding", True), ("split after capture", False)):
+                    count, total_s, stream_s, parent_cpu = _split(settings, broker, start, encode_in_child)
+                    print(f"{name}: {count / total_s:8.0f} rows/s from start, {count / stream_s:8.0f} from the first "
+                          f"batch (parent alone {parent_cpu:.1f})", flush=True)
         finally:
             broker.stop()
 
