@@ -13,8 +13,8 @@ version as straight-line Python, the way `dataclasses` and `collections.namedtup
 The values are exactly those of the per-column readers: the code only inlines them.
 `tests/changefeed/source/test_row_decoder.py` compares with the library on a real server's binlog, and
 `tests/changefeed/source/test_row_image.py` with the per-column readers on random images.
-Only numbers go into the code's text: names are `repr` literals and readers are bound by name, so no byte
-of a column's name or type can change what runs.
+The code's text holds only numbers, the `repr` literals of the column names and the names the readers are
+bound to, so no byte of a column's name or type can change what runs.
 """
 
 from __future__ import annotations
