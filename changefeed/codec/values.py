@@ -126,6 +126,16 @@ def _float32_text(value: float) -> str:
     return str(numpy.format_float_positional(numpy.float32(value), unique=True, trim="-"))
 
 
+def _float64_text(value: float) -> str:
+    """DOUBLE as TiCDC writes it, Go's FormatFloat(v, 'f', -1, 64) (tiflow pkg/sink/codec/canal/canal_entry.go,
+    `formatValue`): the shortest digits that read back as the same double (Python's repr uses the same rule),
+    never in exponent form, and no fraction when there is none: "1", not "1.0"."""
+    text = repr(value)
+    if "e" in text:
+        text = format(Decimal(text), "f")
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _plain(number: Decimal) -> str:
     text = format(number, "f")
     return text
@@ -188,10 +198,7 @@ def value_formatter(column: Column) -> Formatter:
     if name == "double":
 
         def double(value: Value) -> str | None:
-            if type(value) is float:
-                text = repr(value)  # the shortest round-trip text; plain already unless in exponent form
-                return text if "e" not in text else _plain(Decimal(text))
-            return general(value)
+            return _float64_text(value) if type(value) is float else general(value)
 
         return double
     special = _typed_formatter(column, name, general)
@@ -266,7 +273,7 @@ def _general_formatter(column: Column, name: str) -> Formatter:
         if isinstance(value, int):
             return str(value)
         if isinstance(value, float):
-            return _float32_text(value) if name == "float" else _plain(Decimal(repr(value)))
+            return _float32_text(value) if name == "float" else _float64_text(value)
         if isinstance(value, Decimal):
             return _plain(value)
         if isinstance(value, datetime.datetime):

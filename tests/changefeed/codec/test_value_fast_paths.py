@@ -27,6 +27,9 @@ def _moment(rng: random.Random) -> datetime.datetime:
 
 CASES: list[tuple[Column, Callable[[random.Random], Any]]] = [
     (Column("f", "float", "float"), lambda r: r.choice([0.0, -0.0, 1e-45, 3.4e38, r.uniform(-1e6, 1e6)])),
+    (Column("g", "double", "double"),
+     lambda r: r.choice([0.0, -0.0, 1.0, 5e-324, 1.7976931348623157e308, float(r.randint(-10**6, 10**6)),
+                         r.uniform(-1e6, 1e6), r.uniform(-1, 1) * 10.0 ** r.randint(-30, 30)])),
     *[(Column(f"dt{fsp}", "datetime", f"datetime({fsp})", fsp=fsp), _moment) for fsp in (None, 0, 1, 3, 6)],
     (Column("ts", "timestamp", "timestamp(3)", fsp=3),
      lambda r: _moment(r).replace(tzinfo=r.choice([UTC, datetime.timezone(datetime.timedelta(hours=-8))]))),
@@ -74,3 +77,16 @@ def test_float_text_is_gos_shortest_float32_text(stored: float, text: str) -> No
     as the same float32, never in exponent form. A value near FLOAT's maximum used to stop the encoder (a
     candidate text rounded past the float32 range)."""
     assert value_formatter(Column("f", "float", "float"))(stored) == text
+
+
+@pytest.mark.parametrize("stored, text", [
+    (1.0, "1"), (100.0, "100"), (-2.0, "-2"), (0.0, "0"), (-0.0, "-0"), (0.1, "0.1"), (-2.5, "-2.5"),
+    (1e20, "100000000000000000000"), (1.5e16, "15000000000000000"), (1e-07, "0.0000001"),
+    (1234567.125, "1234567.125"), (5e-324, "0." + "0" * 323 + "5"),
+    (1.7976931348623157e308, "17976931348623157" + "0" * 292),
+])
+def test_double_text_is_gos_shortest_float64_text(stored: float, text: str) -> None:
+    """TiCDC writes DOUBLE with Go's strconv.FormatFloat(v, 'f', -1, 64) (tiflow canal_entry.go formatValue):
+    the fewest digits that read back as the same double, never in exponent form, no ".0" on a whole number.
+    The encoder used to write "1.0" for 1 (Python's repr)."""
+    assert value_formatter(Column("g", "double", "double"))(stored) == text
