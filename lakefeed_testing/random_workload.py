@@ -385,10 +385,16 @@ class _Planner:
             name = f"{base}{n}"
         return name
 
-    def column_clause(self, kind: str, table: Table) -> tuple[str, Table] | None:
-        """One ALTER TABLE clause of `kind` and the table after it, or None when it does not apply."""
+    def column_clause(self, kind: str, table: Table, untouchable: frozenset[str] = frozenset()
+                      ) -> tuple[str, Table, frozenset[str]] | None:
+        """One ALTER TABLE clause of `kind`, the table after it and the columns it names, or None when it does
+        not apply. It names no column of `untouchable`: the clauses of one ALTER all refer to the table as it
+        was before the statement, so MySQL refuses one that names a column another clause drops, renames or
+        adds (`ADD s AFTER bn, DROP bn`: "Unknown column 'bn'")."""
         rng = self.rng
         columns = list(table.columns)
+        free = [c for c in columns if c.name not in untouchable]
+        free_non_key = [c for c in table.non_key if c.name not in untouchable]
         if kind in ("add_column", "add_column_default", "add_column_after"):
             new_type = rng.choice(("INT", "VARCHAR(12)", "DECIMAL(8,2)", "DATETIME", "DOUBLE", "TINYINT UNSIGNED"))
             column = Column(self.fresh_column(table), new_type)
@@ -399,20 +405,22 @@ class _Planner:
                     default = "CURRENT_TIMESTAMP"  # filled in at the DDL's commit time (session time zone)
                 column = replace(column, nullable=rng.random() < 0.5, default=default)
                 clause += ("" if column.nullable else " NOT NULL") + f" {self.keyword('DEFAULT')} {column.default}"
+            named = {column.name}
             if kind == "add_column_after":
-                if rng.random() < 0.25:
+                if rng.random() < 0.25 or not free:
                     clause += f" {self.keyword('FIRST')}"
                     columns.insert(0, column)
                 else:
-                    after = rng.choice(columns)
+                    after = rng.choice(free)
                     shown = after.name.upper() if self.options.has("mixed_case") and rng.random() < 0.3 else after.name
                     clause += f" {self.keyword('AFTER')} `{shown}`"
                     columns.insert(columns.index(after) + 1, column)
+                    named.add(after.name)
             else:
                 columns.append(column)
-            return clause, replace(table, columns=tuple(columns))
+            return clause, replace(table, columns=tuple(columns)), frozenset(named)
         if kind == "modify_type":
-            widen = [(c, _widened(c.sql_type)) for c in table.non_key if _widened(c.sql_type)]
+            widen = [(c, _widened(c.sql_type)) for c in free_non_key if _widened(c.sql_type)]
             if not widen:
                 return None
             column, wider = rng.choice(widen)
@@ -421,16 +429,18 @@ class _Planner:
             columns[columns.index(column)] = changed
             null = "" if column.nullable else " NOT NULL"
             return (f"{self.keyword('MODIFY')} {rng.choice(('COLUMN ', ''))}`{column.name}` {wider}{null}",
-                    replace(table, columns=tuple(columns)))
+                    replace(table, columns=tuple(columns)), frozenset({column.name}))
         if kind == "drop_column":
-            droppable = [c for c in table.non_key]
-            if len(droppable) < 3:
+            if len(table.non_key) < 3 or not free_non_key:
                 return None
-            column = rng.choice(droppable)
+            column = rng.choice(free_non_key)
             columns.remove(column)
-            return f"{self.keyword('DROP COLUMN')} `{column.name}`", replace(table, columns=tuple(columns))
+            return (f"{self.keyword('DROP COLUMN')} `{column.name}`", replace(table, columns=tuple(columns)),
+                    frozenset({column.name}))
         if kind == "rename_column":
-            column = rng.choice(table.non_key)
+            if not free_non_key:
+                return None
+            column = rng.choice(free_non_key)
             renamed = replace(column, name=self.fresh_column(table))
             columns[columns.index(column)] = renamed
             if rng.random() < 0.5:
@@ -438,7 +448,7 @@ class _Planner:
             else:
                 null = "" if column.nullable else " NOT NULL"
                 clause = f"{self.keyword('CHANGE')} `{column.name}` `{renamed.name}` {column.sql_type}{null}"
-            return clause, replace(table, columns=tuple(columns))
+            return clause, replace(table, columns=tuple(columns)), frozenset({column.name, renamed.name})
         return None
 
     def ddl(self, kind: str) -> list[Step]:
@@ -457,11 +467,13 @@ class _Planner:
             enabled = [k for k in ("add_column", "add_column_default", "add_column_after", "modify_type",
                                    "drop_column", "rename_column") if self.options.has(k)]
             clauses = []
+            named: frozenset[str] = frozenset()
             for clause_kind in rng.sample(enabled, k=min(len(enabled), rng.randint(2, 3))):
-                made = self.column_clause(clause_kind, table)
+                made = self.column_clause(clause_kind, table, untouchable=named)
                 if made is not None:
                     clauses.append(made[0])
                     table = made[1]
+                    named |= made[2]
             if len(clauses) < 2:
                 return []
             self.tables[index] = table
