@@ -174,6 +174,49 @@ def test_a_table_altered_under_the_snapshot_makes_it_start_over(
     assert isinstance(rest[-1], TransactionCommit) and rest[-1].checkpoint.position.file
 
 
+def test_a_snapshot_taken_again_drops_a_table_gone_since_the_earlier_attempt(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings
+) -> None:
+    """Found by the equality harness (seed 11): the first attempt sent rows of `a`, then `a` was renamed and the
+    snapshot started over after the RENAME; nothing told a consumer that `a` was gone, so its rows stayed. The
+    attempt taken again now sends DROP TABLE IF EXISTS `a` before its own tables."""
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
+                  "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10), (11)", database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+    try:
+        events = source.events()
+        assert isinstance(next(events), DDLEvent)  # a's CREATE TABLE
+        first = next(events)  # a's first row: sent, as far as a consumer knows
+        assert isinstance(first, RowChange) and first.table.table == "a"
+        # The RENAME waits for the snapshot's transaction (it read `a`); the ALTER of `b`, not read yet, makes
+        # the snapshot start over when it gets to `b`, and its RENAME then runs before the next attempt's lock.
+        renamer = threading.Thread(target=mysql.execute, args=("RENAME TABLE a TO a2",),
+                                   kwargs={"database": database}, daemon=True)
+        renamer.start()
+        deadline = time.monotonic() + 30
+        with mysql.connect(database) as conn, conn.cursor() as cur:
+            while True:
+                cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'RENAME TABLE a%%'")
+                if cur.fetchone()[0]:
+                    break
+                assert time.monotonic() < deadline, "the RENAME never started"
+                time.sleep(0.05)
+        mysql.execute("ALTER TABLE b ADD COLUMN w int NOT NULL DEFAULT 7, ALGORITHM=COPY", database=database)
+        rest = list(events)
+        renamer.join(30)
+        assert not renamer.is_alive()
+    finally:
+        source.close()
+    ddl = [(e.kind, [t.table for t in e.tables], e.sql) for e in rest if isinstance(e, DDLEvent)]
+    assert ddl[0] == (DDLKind.DROP_TABLE, ["a"], f"DROP TABLE IF EXISTS `{database}`.`a`")
+    assert [(kind, tables) for kind, tables, _ in ddl[1:]] == [(DDLKind.CREATE_TABLE, ["a2"]),
+                                                              (DDLKind.CREATE_TABLE, ["b"])]
+    rows = [(e.table.table, dict(e.after or {})) for e in rest if isinstance(e, RowChange)]
+    assert rows[-4:] == [("a2", {"id": 1}), ("a2", {"id": 2}), ("b", {"id": 10, "w": 7}), ("b", {"id": 11, "w": 7})]
+    assert isinstance(rest[-1], TransactionCommit)
+
+
 def test_a_float_read_by_the_snapshot_equals_the_same_float_in_a_row_event(
     mysql: MySQLServer, database: str, settings: ConnectionSettings
 ) -> None:
