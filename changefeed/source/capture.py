@@ -184,14 +184,13 @@ class CaptureSource:
         under the snapshot makes it start over (the rows sent already are sent again: at least once)."""
         clock = CommitClock()
         attempt = 0
-        listed: set[TableName] = set()  # by every attempt: one taken again drops a table gone meanwhile
         while True:
             try:
                 checkpoint = None
                 for item in snapshot(self.settings, self._tracker, self.options.change_filter,
                                      is_mariadb=is_mariadb, commit_ts=clock.next,
                                      chunk_size=self.options.snapshot_chunk_size,
-                                     on_progress=self.on_progress, listed=listed):
+                                     on_progress=self.on_progress):
                     if isinstance(item, TransactionCommit):
                         checkpoint = item.checkpoint
                     yield item

@@ -103,6 +103,14 @@ class SchemaTracker:
             self._record(table, position, schema)
         return schema
 
+    def tables_at(self, position: Position) -> set[TableName]:
+        """The tables that exist at `position` as far as the history knows."""
+        return {table for table in self._history if self.at(table, position) is not None}
+
+    def gone(self, table: TableName, position: Position) -> None:
+        """Record that `table` no longer exists at `position` (a snapshot found it gone)."""
+        self._record_once(table, position, None)
+
     def apply_ddl(self, ddl: ParsedDDL, position: Position) -> tuple[TableSchema, ...]:
         """Record the effect of a DDL statement; returns the schemas of surviving touched tables."""
         self.forget_table_ids()

@@ -139,17 +139,18 @@ def _global_read_lock(settings: ConnectionSettings, is_mariadb: bool) -> Iterato
 
 def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter: ChangeFilter, *,
              is_mariadb: bool, commit_ts: Callable[[int], int], chunk_size: int = 5000,
-             on_progress: ProgressCallback | None = None, listed: set[TableName] | None = None,
-             ) -> Iterator[RowChange | DDLEvent | TransactionCommit]:
+             on_progress: ProgressCallback | None = None) -> Iterator[RowChange | DDLEvent | TransactionCommit]:
     """Yield, per captured table, its CREATE TABLE event (unless the DDL event filters drop it) and every row
     as a snapshot INSERT; then a TransactionCommit whose checkpoint is the binlog position the snapshot is
     consistent with.
 
-    `listed`: the tables earlier attempts of this snapshot listed (updated here). An attempt that starts over
-    may have sent rows of a table that is gone by its own position (dropped, or renamed: the new name comes
-    with its own CREATE TABLE and rows); nothing after that position says so, so this attempt first sends a
-    `DROP TABLE IF EXISTS` for each such table, and a consumer ends without it, as MySQL is. Tables still there
-    need nothing: their CREATE TABLE comes again and a consumer replaces the table's earlier rows."""
+    An attempt of a snapshot taken again (started over here, or by a process that took over or restarted
+    before the first one finished) may have sent rows of a table that is gone by its own position (dropped, or
+    renamed: the new name comes with its own CREATE TABLE and rows). Nothing after that position says so, so
+    this attempt first sends a `DROP TABLE IF EXISTS` for each such table, and a consumer ends without it, as
+    MySQL is. Those tables are the ones the durable schema history has as existing at this position (recorded
+    by the earlier attempts' `snapshot_schema`) and that the listing no longer holds. Tables still there need
+    nothing: their CREATE TABLE comes again and a consumer replaces the table's earlier rows."""
     conn = connect(settings, autocommit=False)
     try:
         with conn.cursor() as cur:
@@ -162,14 +163,15 @@ def snapshot(settings: ConnectionSettings, tracker: SchemaTracker, change_filter
                 schemas = [schema for table in list_tables(cur) if change_filter.keeps_table(table)
                            if (schema := tracker.snapshot_schema(table, position)) is not None]
             log.info("snapshot consistent with binlog %s: %d table(s)", position, len(schemas))
-            if listed is not None:
-                now = {schema.name for schema in schemas}
-                for gone in sorted(listed - now, key=str):
-                    drop = _drop_table(gone, ts, position)
-                    if change_filter.keeps_ddl(drop):
-                        log.info("snapshot taken again: %s, listed by an earlier attempt, is gone", gone)
-                        yield drop
-                listed |= now
+            now = {schema.name for schema in schemas}
+            for gone in sorted(tracker.tables_at(position) - now, key=str):
+                if not change_filter.keeps_table(gone):
+                    continue  # not captured (any more): nothing of it was sent under this filter
+                tracker.gone(gone, position)
+                drop = _drop_table(gone, ts, position)
+                if change_filter.keeps_ddl(drop):
+                    log.info("snapshot taken again: %s, listed by an earlier attempt, is gone", gone)
+                    yield drop
             total = 0
             for schema in schemas:
                 create = _create_table(cur, schema, ts, position)

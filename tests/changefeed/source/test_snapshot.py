@@ -4,6 +4,8 @@ binlog position reproduce the final tables exactly."""
 import random
 import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -215,6 +217,50 @@ def test_a_snapshot_taken_again_drops_a_table_gone_since_the_earlier_attempt(
     rows = [(e.table.table, dict(e.after or {})) for e in rest if isinstance(e, RowChange)]
     assert rows[-4:] == [("a2", {"id": 1}), ("a2", {"id": 2}), ("b", {"id": 10, "w": 7}), ("b", {"id": 11, "w": 7})]
     assert isinstance(rest[-1], TransactionCommit)
+
+
+def test_a_snapshot_taken_again_by_another_process_drops_a_table_gone_since_the_earlier_attempt(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, tmp_path: Path
+) -> None:
+    """Found by the equality harness (seed 11, a changefeed server killed -9 mid-snapshot): the server that took
+    over took the snapshot again after `a` was renamed, and the first attempt's rows of `a` stayed downstream.
+    The new process knows the earlier attempt's tables from the durable schema history they share."""
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
+                  "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10)", database=database)
+    history = f"sqlite:///{tmp_path / 'metadata.db'}"
+    feed = options(snapshot_mode="initial", change_filter=ChangeFilter(TableFilter([f"{database}.*"])),
+                   schema_store_url=history, changefeed_id="cf-taken-over")
+    first = CaptureSource(settings, feed)
+    try:
+        events = first.events()
+        assert isinstance(next(events), DDLEvent)  # a's CREATE TABLE
+        row = next(events)  # a's first row: sent, as far as a consumer knows; then the process dies
+        assert isinstance(row, RowChange) and row.table.table == "a"
+        events.close()  # its connection goes, as a killed process's does (ending the snapshot's transaction)
+    finally:
+        first.close()
+    mysql.execute("RENAME TABLE a TO a2", database=database)
+    unrelated = CaptureSource(settings, replace(feed, changefeed_id="cf-other", snapshot_mode="initial_only"))
+    again = CaptureSource(settings, replace(feed, snapshot_mode="initial_only"))
+    try:
+        others = list(unrelated.events())
+        rest = list(again.events())
+    finally:
+        unrelated.close()
+        again.close()
+    ddl = [(e.kind, [t.table for t in e.tables], e.sql) for e in rest if isinstance(e, DDLEvent)]
+    assert ddl[0] == (DDLKind.DROP_TABLE, ["a"], f"DROP TABLE IF EXISTS `{database}`.`a`")
+    assert [(kind, tables) for kind, tables, _ in ddl[1:]] == [(DDLKind.CREATE_TABLE, ["a2"]),
+                                                              (DDLKind.CREATE_TABLE, ["b"])]
+    # another changefeed's history holds nothing of `a`: it drops nothing
+    assert [e.kind for e in others if isinstance(e, DDLEvent)] == [DDLKind.CREATE_TABLE, DDLKind.CREATE_TABLE]
+    # and a third attempt finds `a` recorded as gone: no second DROP
+    third = CaptureSource(settings, replace(feed, snapshot_mode="initial_only"))
+    try:
+        kinds = [e.kind for e in third.events() if isinstance(e, DDLEvent)]
+    finally:
+        third.close()
+    assert kinds == [DDLKind.CREATE_TABLE, DDLKind.CREATE_TABLE]
 
 
 def test_a_float_read_by_the_snapshot_equals_the_same_float_in_a_row_event(
