@@ -10,6 +10,7 @@
     ├── StoreError                    (not retriable) the schema history or checkpoint database is unusable
     ├── DDLParseError                 (not retriable) a DDL statement whose tables cannot be told
     ├── SourceConnectionError         (retriable)     the server went away; reconnect with backoff
+    ├── CaptureProcessError           (retriable)     the capture's child process ended without saying why
     └── PipelineMetricsError          (retriable)     the console could not read the pipeline's metrics
 
 The lifecycle layer turns a retriable error into the `warning` state (retry with backoff) and a
@@ -54,6 +55,13 @@ class StoreError(ChangefeedError):
 
 class SourceConnectionError(ChangefeedError):
     """The connection to the source server failed or was lost."""
+
+    retriable = True
+
+
+class CaptureProcessError(ChangefeedError):
+    """The capture's child process ended without saying why (killed, out of memory), or a failure in it could
+    not be carried over as itself. The runner starts a new one from its checkpoint."""
 
     retriable = True
 

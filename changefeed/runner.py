@@ -30,6 +30,7 @@ from changefeed.errors import ChangefeedError
 from changefeed.model import CaptureEvent, Checkpoint, Position, RowChange, TransactionCommit
 from changefeed.pipeline import build_delivery, effective_sink_config, run_cancellable
 from changefeed.source.capture import CaptureOptions, CaptureSource
+from changefeed.source.capture_process import CaptureProcess
 from changefeed.source.server import ConnectionSettings
 from changefeed.source.snapshot import SnapshotProgress
 from sink.errors import SinkError
@@ -60,6 +61,9 @@ class ChangefeedSpec:
     delivery_timeout_ms: int = 30_000
     memory_quota: int = 64 * 1024 * 1024
     watermark_every: int = 0
+    # Capture (binlog reading, row decoding) in a child process of its own, beside delivery in this one
+    # (changefeed/source/capture_process.py); False keeps both in this process (one core, or debugging).
+    capture_process: bool = True
     on_delivery_latency: Callable[[float], None] | None = field(default=None, compare=False)
 
 
@@ -212,8 +216,9 @@ class Changefeed:
             delivery = build_delivery(sink, self.config, info, spec.rules, start=start, output_raw_change_event=raw,
                                       watermark_every=spec.watermark_every, on_failure=stop.set,
                                       on_latency=spec.on_delivery_latency)
-            source = CaptureSource(spec.source, spec.capture, start=start, stop=stop,
-                                   on_progress=self._on_snapshot_progress)
+            source_type = CaptureProcess if spec.capture_process else CaptureSource
+            source = source_type(spec.source, spec.capture, start=start, stop=stop,
+                                 on_progress=self._on_snapshot_progress)
         except BaseException:
             sink.close()  # nothing was sent yet; the producer's thread must not outlive the attempt
             raise
