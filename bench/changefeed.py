@@ -8,7 +8,8 @@ types), rows are written first, then read back:
 - capture only: binlog -> typed RowChanges (no encoding, no broker)
 - encode only: canal-JSON encoding of those RowChanges (in memory)
 - end to end: the changefeed runner, capture -> encode -> route -> bundled broker, until every
-  message is acknowledged and the checkpoint reaches the last commit
+  message is acknowledged and the checkpoint reaches the last commit; twice, same binlog: with capture in
+  the runner's process (`capture_process=False`) and in a child process of its own (the default)
 - live latency: a writer commits 10-row transactions at a steady rate while the changefeed runs;
   latency is commit (client side, after COMMIT returns) -> checkpoint covering it (all acked).
 - RSS: peak resident memory of this process during the end-to-end run, and its growth over the start.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import cProfile
 import gc
+import multiprocessing
 import os
 import pstats
 import random
@@ -110,14 +112,19 @@ def _load(mysql: MySQLServer, table: Table, first: int, rows: int, per_txn: int 
 
 
 def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+    """Resident memory of this process and of its live multiprocessing children (the capture process)."""
+    total = 0
+    for pid in ["self", *(str(p.pid) for p in multiprocessing.active_children())]:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            continue  # a child that just ended
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return total
 
 
 class PeakRss:
-    """Samples this process's resident memory every 20 ms while running (a context manager)."""
+    """Samples the resident memory of this process and its capture child every 20 ms (a context manager)."""
 
     def __init__(self) -> None:
         self.start = self.peak = _rss_kib()
@@ -201,8 +208,10 @@ def _end_to_end(
     target: Position,
     profiler: cProfile.Profile | None,
     memory_quota: int = 64 * 1024 * 1024,
+    capture_process: bool = True,
 ) -> tuple[int, Timing, PeakRss]:
-    feed = Changefeed(_spec(settings, broker, start, target=target, memory_quota=memory_quota))
+    feed = Changefeed(_spec(settings, broker, start, target=target, memory_quota=memory_quota,
+                            capture_process=capture_process))
     feed.create()
     gc.collect()
     with PeakRss() as rss, Timer() as timer:
@@ -301,6 +310,8 @@ class Result:
     e2e: Timing
     rss: PeakRss
     latencies: list[float]
+    one_process: Timing  # end to end with capture in the runner's process (capture_process=False)
+    one_process_rss: PeakRss
 
 
 def _run_table(
@@ -321,9 +332,12 @@ def _run_table(
     encode = _encode_only(captured)
     count = len(captured)
     del captured
+    delivered_one, one, one_rss = _end_to_end(settings, broker, start, target, None, capture_process=False)
     delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler)
+    if delivered_one != delivered:
+        raise SystemExit(f"the two end-to-end runs delivered {delivered_one} and {delivered} rows")
     latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows) if live_seconds else []
-    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies)
+    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies, one, one_rss)
 
 
 def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: OwnBroker, rows: int) -> None:
@@ -355,14 +369,15 @@ def _report(result: Result, live_rate: int, live_seconds: float) -> None:
     for name, count, timing in (
         ("capture only (binlog -> RowChange)", result.rows, result.capture),
         ("canal-JSON encode only", result.rows, result.encode),
-        ("end to end (-> bundled broker, acked)", result.delivered, result.e2e),
+        ("end to end, one process", result.delivered, result.one_process),
+        ("end to end, capture in a child process", result.delivered, result.e2e),
     ):
         rate = count / timing.wall_s
         cpu = timing.cpu_s / count * 1e6
         print(f"{name:42} {count:8d} {timing.wall_s:8.2f} {rate:10.0f} {rate / base:9.2f}x {cpu:11.1f}")
-    rss = result.rss
-    growth = (rss.peak - rss.start) >> 10
-    print(f"end-to-end RSS: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")
+    for name, rss in (("one process", result.one_process_rss), ("capture in a child", result.rss)):
+        growth = (rss.peak - rss.start) >> 10
+        print(f"end-to-end RSS, {name}: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")
     if result.latencies:
         q = statistics.quantiles(result.latencies, n=100)
         print(

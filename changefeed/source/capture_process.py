@@ -169,7 +169,12 @@ class _Outbox:
                 batch, self._items = self._items, []
                 self._cond.notify_all()
             try:
-                self._conn.send_bytes(pickle.dumps(batch, pickle.HIGHEST_PROTOCOL))
+                data = pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # never silently: the parent reads this and stops the changefeed
+                data = pickle.dumps([_Failed(CaptureProcessError(f"cannot hand a captured event over: {exc!r}"),
+                                             traceback.format_exc())])
+            try:
+                self._conn.send_bytes(data)
             except OSError:  # the parent stopped reading (its stop, or its end)
                 with self._cond:
                     self._broken = True
