@@ -141,6 +141,7 @@ class CanalJsonEncoder:
         self.options = options or CanalJsonOptions()
         self._clock = clock
         self._plans: dict[tuple[int, bool], tuple[TableSchema, _TablePlan]] = {}
+        self._latest: dict[tuple[str, str, bool], tuple[TableSchema, _TablePlan]] = {}
 
     def encode_row(self, change: RowChange) -> Encoded:
         handle_only = change.kind is RowKind.DELETE and self.options.delete_only_output_handle_key_columns
@@ -163,10 +164,18 @@ class CanalJsonEncoder:
         entry = self._plans.get((id(table), handle_only))
         if entry is not None and entry[0] is table:
             return entry[1]
-        if len(self._plans) >= _MAX_PLANS:  # schema versions pile up only through DDL: rare
+        # A new object may still be a known version: capture in a child process (capture_process.py) hands
+        # each batch's schema over as a new object, so compare with the table's newest plan (once a batch).
+        latest = self._latest.get((table.schema, table.table, handle_only))
+        if latest is not None and latest[0] == table:
+            plan = latest[1]
+            self._plans.pop((id(latest[0]), handle_only), None)  # the object this one takes over from: one per version
+        else:
+            plan = _TablePlan.of(table, handle_only, self.options)
+        if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        plan = _TablePlan.of(table, handle_only, self.options)
-        self._plans[(id(table), handle_only)] = (table, plan)
+            self._latest.clear()
+        self._plans[(id(table), handle_only)] = self._latest[(table.schema, table.table, handle_only)] = (table, plan)
         return plan
 
     def _encode(self, change: RowChange, handle_only: bool, tidb: dict[str, Any] | None) -> Encoded:

@@ -1,6 +1,8 @@
 """Golden tests: canal-JSON for every column type and DDL kind, checked against TiCDC's documented output."""
 
 import datetime
+import pickle
+from dataclasses import replace
 from decimal import Decimal
 
 import orjson
@@ -284,3 +286,20 @@ def test_a_ddl_that_used_the_sessions_time_zone_says_which() -> None:
         assert orjson.loads(ddl.encoded.value)["_tidb"] == tidb, zone
         [plain] = encoder().encode_ddl(event)
         assert "_tidb" not in orjson.loads(plain.encoded.value)
+
+
+def test_a_schema_handed_over_as_a_new_object_reuses_its_plan_and_a_new_version_gets_its_own() -> None:
+    """Capture in a child process hands each batch's TableSchema over as a new (unpickled) object: the encoder
+    must not build a plan per batch nor keep one per object, and must not reuse a plan for a changed table."""
+    enc = encoder()
+    first = enc.encode_row(change(RowKind.INSERT, None, ROW))
+    for _ in range(3000):  # one new object per batch
+        copy = pickle.loads(pickle.dumps(change(RowKind.INSERT, None, ROW)))
+        assert copy.table is not TABLE and enc.encode_row(copy).value == first.value
+    assert len(enc._plans) == 1  # bounded by the table's versions, not by the batches
+    added = replace(TABLE, columns=(*TABLE.columns, col("c_added", "int", "int")))
+    newer = enc.encode_row(RowChange(RowKind.INSERT, added, None, {**ROW, "c_added": 7}, TSO, POS, 0))
+    message = orjson.loads(newer.value)
+    assert message["data"][0]["c_added"] == "7" and message["mysqlType"]["c_added"] == "int"
+    again = enc.encode_row(pickle.loads(pickle.dumps(change(RowKind.INSERT, None, ROW))))
+    assert again.value == first.value
