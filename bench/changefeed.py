@@ -128,6 +128,7 @@ class PeakRss:
 
     def __init__(self) -> None:
         self.start = self.peak = _rss_kib()
+        self.first_ack_s = 0.0  # start -> first acknowledged checkpoint (the run's set-up; set by _end_to_end)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -219,6 +220,11 @@ def _end_to_end(
             profiler.runcall(feed._run)
         else:
             feed.start()
+            began = time.perf_counter()
+            while ((checkpoint := feed.checkpoint) is None or checkpoint.position == start.position) \
+                    and feed.state in ("created", "running"):
+                time.sleep(0.001)
+            rss.first_ack_s = time.perf_counter() - began
             feed.wait(1800)
     if feed.state != "finished":
         raise SystemExit(f"end to end run did not finish: {feed.state} {feed.error}")
@@ -260,9 +266,11 @@ def _live(
     seconds: float,
     rate: int,
     first: int,
+    capture_process: bool = True,
 ) -> list[float]:
     start = Checkpoint(start_position(settings), 0)
-    feed = Changefeed(_spec(settings, broker, start, blocking=True, checkpoint_interval_s=1.0))
+    feed = Changefeed(_spec(settings, broker, start, blocking=True, checkpoint_interval_s=1.0,
+                            capture_process=capture_process))
     feed.create()
     feed.start()
     acked: list[tuple[float, tuple[int, int]]] = []
@@ -281,6 +289,14 @@ def _live(
     watcher.start()
     commits: list[tuple[float, tuple[int, int]]] = []
     try:
+        # Latency is the steady state's: the clock starts once one transaction went through (a new attempt's
+        # set-up, the capture process's spawn included, is the end-to-end run's "first ack").
+        mysql.execute("CREATE TABLE IF NOT EXISTS warm_up (id INT AUTO_INCREMENT PRIMARY KEY)",
+                      "INSERT INTO warm_up VALUES ()", database=DATABASE)
+        warm = start_position(settings).sort_key
+        deadline = time.perf_counter() + 30
+        while (not acked or acked[-1][1] < warm) and time.perf_counter() < deadline:
+            time.sleep(0.001)
         _write_paced(mysql, table, seconds, rate, first, commits)
         deadline = time.perf_counter() + 30
         while (not acked or acked[-1][1] < commits[-1][1]) and time.perf_counter() < deadline:
@@ -312,6 +328,7 @@ class Result:
     latencies: list[float]
     one_process: Timing  # end to end with capture in the runner's process (capture_process=False)
     one_process_rss: PeakRss
+    one_process_latencies: list[float]
 
 
 def _run_table(
@@ -336,8 +353,11 @@ def _run_table(
     delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler)
     if delivered_one != delivered:
         raise SystemExit(f"the two end-to-end runs delivered {delivered_one} and {delivered} rows")
-    latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows) if live_seconds else []
-    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies, one, one_rss)
+    latencies, one_latencies = [], []
+    if live_seconds:
+        one_latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows, capture_process=False)
+        latencies = _live(mysql, table, settings, broker, live_seconds, live_rate, rows + 10**7)
+    return Result(table.name, count, capture, encode, delivered, e2e, rss, latencies, one, one_rss, one_latencies)
 
 
 def _big_transaction(mysql: MySQLServer, settings: ConnectionSettings, broker: OwnBroker, rows: int) -> None:
@@ -375,16 +395,21 @@ def _report(result: Result, live_rate: int, live_seconds: float) -> None:
         rate = count / timing.wall_s
         cpu = timing.cpu_s / count * 1e6
         print(f"{name:42} {count:8d} {timing.wall_s:8.2f} {rate:10.0f} {rate / base:9.2f}x {cpu:11.1f}")
+    for name, rss, timing in (("one process", result.one_process_rss, result.one_process),
+                              ("capture in a child", result.rss, result.e2e)):
+        streaming = result.delivered / (timing.wall_s - rss.first_ack_s)
+        print(f"end to end, {name}: first acknowledgement after {rss.first_ack_s:.2f} s, then {streaming:.0f} rows/s")
     for name, rss in (("one process", result.one_process_rss), ("capture in a child", result.rss)):
         growth = (rss.peak - rss.start) >> 10
         print(f"end-to-end RSS, {name}: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")
-    if result.latencies:
-        q = statistics.quantiles(result.latencies, n=100)
-        print(
-            f"live: {live_rate} rows/s for {live_seconds:.0f} s in 10-row transactions, {len(result.latencies)} "
-            f"commits; commit -> acknowledged checkpoint: p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, "
-            f"max {max(result.latencies):.1f} ms"
-        )
+    for name, latencies in (("one process", result.one_process_latencies), ("capture in a child", result.latencies)):
+        if latencies:
+            q = statistics.quantiles(latencies, n=100)
+            print(
+                f"live, {name}: {live_rate} rows/s for {live_seconds:.0f} s in 10-row transactions, {len(latencies)} "
+                f"commits; commit -> acknowledged checkpoint: p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms, "
+                f"max {max(latencies):.1f} ms"
+            )
 
 
 @click.command()
