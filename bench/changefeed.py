@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import cProfile
 import gc
-import multiprocessing
 import os
 import pstats
 import random
@@ -112,9 +111,11 @@ def _load(mysql: MySQLServer, table: Table, first: int, rows: int, per_txn: int 
 
 
 def _rss_kib() -> int:
-    """Resident memory of this process and of its live multiprocessing children (the capture process)."""
+    """Resident memory of this process and of its live children (the capture process)."""
     total = 0
-    for pid in ["self", *(str(p.pid) for p in multiprocessing.active_children())]:
+    children = [pid for task in Path("/proc/self/task").iterdir()
+                for pid in (task / "children").read_text().split()]
+    for pid in ["self", *children]:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except FileNotFoundError:

@@ -22,16 +22,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import multiprocessing as mp
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, cast
 
 from changefeed.errors import CaptureProcessError
 from changefeed.model import CaptureEvent, Checkpoint
@@ -41,7 +41,6 @@ from changefeed.source.snapshot import ProgressCallback, SnapshotProgress
 
 log = logging.getLogger(__name__)
 
-_SPAWN = mp.get_context("spawn")  # never fork a process that runs librdkafka's threads
 _PR_SET_PDEATHSIG = 1
 
 
@@ -64,7 +63,8 @@ class _End:
 
 
 class CaptureProcess:
-    """`CaptureSource`'s interface (`events()`, `close()`), the work done in a spawned child process."""
+    """`CaptureSource`'s interface (`events()`, `close()`), the work done in a child process (a new
+    interpreter: never a fork of a process that runs librdkafka's threads)."""
 
     def __init__(self, settings: ConnectionSettings, options: CaptureOptions | None = None, *,
                  start: Checkpoint | None = None, stop: threading.Event | None = None,
@@ -75,31 +75,40 @@ class CaptureProcess:
         self.stop = stop or threading.Event()
         self.on_progress = on_progress
         self.max_batch = max_batch
-        self._process: Any = None
-        self._child_stop: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def events(self) -> Iterator[CaptureEvent]:
-        receiver, sender = _SPAWN.Pipe(duplex=False)
-        child_stop = self._child_stop = _SPAWN.Event()
-        process = _SPAWN.Process(
-            target=_run_child, name=f"capture-{self.options.changefeed_id}", daemon=True,
-            args=(self.settings, self.options, self.start, sender, child_stop, self.max_batch, os.getpid(),
-                  logging.getLogger().getEffectiveLevel()))
-        process.start()
-        sender.close()  # only the child writes: its exit is seen here as the end of the pipe
-        self._process = process
+        read_fd, write_fd = os.pipe()
         try:
+            # A fresh interpreter running only `capture_child` (not multiprocessing's spawn, which imports the
+            # caller's __main__ again: a script that builds a Changefeed without a main guard would start one
+            # more in the child). The parent's sys.path comes along, so whatever imported us imports it.
+            process = subprocess.Popen(
+                [sys.executable, "-m", "changefeed.source.capture_child", str(write_fd), self.options.changefeed_id],
+                stdin=subprocess.PIPE, pass_fds=(write_fd,),
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+        finally:
+            os.close(write_fd)  # only the child writes: its exit is seen here as the end of the pipe
+        receiver = Connection(read_fd, writable=False)
+        self._process = process
+        assert process.stdin is not None
+        try:
+            # The child's arguments; then its stdin stays open until this side stops (EOF is its stop).
+            process.stdin.write(pickle.dumps((self.settings, self.options, self.start, self.max_batch, os.getpid(),
+                                              logging.getLogger().getEffectiveLevel()), pickle.HIGHEST_PROTOCOL))
+            process.stdin.flush()
             while not self.stop.is_set():
                 if not receiver.poll(0.1):
                     continue
                 try:
                     data = receiver.recv_bytes()
                 except (EOFError, OSError):  # the child's end, maybe in the middle of a batch
-                    process.join(1.0)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(1.0)
                     raise CaptureProcessError(
-                        f"the capture process {process.name} (pid {process.pid}) ended with exit code "
-                        f"{process.exitcode} before its last event; the changefeed starts it again from its "
-                        "checkpoint") from None
+                        f"the capture process of changefeed {self.options.changefeed_id} (pid {process.pid}) ended "
+                        f"with exit code {process.returncode} before its last event; the changefeed starts it "
+                        "again from its checkpoint") from None
                 for item in pickle.loads(data):
                     if isinstance(item, (_LogLine, SnapshotProgress, _Failed, _End)):
                         if self._control(item):
@@ -107,7 +116,6 @@ class CaptureProcess:
                     else:
                         yield item
         finally:
-            child_stop.set()
             receiver.close()
             _end_process(process)
 
@@ -124,18 +132,21 @@ class CaptureProcess:
         return isinstance(item, _End)
 
     def close(self) -> None:
-        if self._child_stop is not None:
-            self._child_stop.set()
         if self._process is not None:
             _end_process(self._process)
 
 
-def _end_process(process: Any) -> None:
-    """Give the child a moment to leave on its stop event (closing its replication connection), then kill it."""
-    process.join(1.0)
-    if process.is_alive():
+def _end_process(process: subprocess.Popen[bytes]) -> None:
+    """Tell the child to stop (EOF on its stdin) and give it a moment to leave (closing its replication
+    connection), then kill it."""
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+    try:
+        process.wait(1.0)
+    except subprocess.TimeoutExpired:
         process.kill()
-        process.join(5.0)
+        process.wait(5.0)
 
 
 class _Outbox:
@@ -217,15 +228,17 @@ def _portable(exc: BaseException) -> BaseException:
         return error
 
 
-def _run_child(settings: ConnectionSettings, options: CaptureOptions, start: Checkpoint | None,
-               conn: Connection, stop: Any, max_batch: int, parent: int, log_level: int) -> None:
+def run_child(fd: int) -> None:
+    """The child's main (`python -m changefeed.source.capture_child FD ID`): arguments from stdin, events to FD."""
+    settings, options, start, max_batch, parent, log_level = pickle.load(sys.stdin.buffer)
     _die_with_parent(parent)
-    outbox = _Outbox(conn, max_batch)
+    stop = threading.Event()
+    threading.Thread(target=_stop_at_eof, args=(stop,), name="capture-stop", daemon=True).start()
+    outbox = _Outbox(Connection(fd, readable=False), max_batch)
     root = logging.getLogger()
     root.setLevel(log_level)
     root.addHandler(_ForwardLogs(outbox))
-    source = CaptureSource(settings, options, start=start, stop=cast(threading.Event, stop),
-                           on_progress=outbox.put)
+    source = CaptureSource(settings, options, start=start, stop=stop, on_progress=outbox.put)
     try:
         for event in source.events():
             outbox.put(event)
@@ -238,3 +251,9 @@ def _run_child(settings: ConnectionSettings, options: CaptureOptions, start: Che
     finally:
         source.close()
         outbox.close()
+
+
+def _stop_at_eof(stop: threading.Event) -> None:
+    while sys.stdin.buffer.read(4096):
+        pass
+    stop.set()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -96,13 +95,19 @@ def test_a_failure_in_the_child_is_raised_here_as_itself(settings: ConnectionSet
     assert errors[1] == errors[0]
 
 
+def _capture_children(parent: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(parent), "-f", "changefeed.source.capture_child"],
+                           capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid in found]
+
+
 def _kill_capture_child() -> int:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        children = [p for p in multiprocessing.active_children() if p.name.startswith("capture-")]
-        if children and children[0].pid is not None:
-            os.kill(children[0].pid, signal.SIGKILL)
-            return children[0].pid
+        children = _capture_children(os.getpid())
+        if children:
+            os.kill(children[0], signal.SIGKILL)
+            return children[0]
         time.sleep(0.01)
     raise AssertionError("no capture child process appeared")
 
@@ -159,38 +164,36 @@ def test_the_capture_child_killed_mid_stream_loses_nothing_and_keeps_per_key_ord
 
 
 def test_the_capture_child_dies_with_its_parent(settings: ConnectionSettings, tmp_path: Path) -> None:
+    """Also: a script without a `__main__` guard (as users write them) gets one capture child, not a child
+    that runs the script again."""
     script = tmp_path / "capture_parent.py"
     script.write_text(textwrap.dedent(f"""
-        import sys, time
+        import sys
         sys.path.insert(0, {str(ROOT)!r})
         from changefeed.source.capture import CaptureOptions
         from changefeed.source.capture_process import CaptureProcess
         from changefeed.source.server import ConnectionSettings
-        if __name__ == "__main__":
-            settings = ConnectionSettings({settings.host!r}, {settings.port}, {settings.user!r},
-                                          {settings.password!r}, tls=False)
-            source = CaptureProcess(settings, CaptureOptions(server_id=4242, snapshot_mode="never"))
-            events = source.events()
-            try:
-                next(events)
-            except StopIteration:
-                pass
+        settings = ConnectionSettings({settings.host!r}, {settings.port}, {settings.user!r}, {settings.password!r},
+                                      tls=False)
+        source = CaptureProcess(settings, CaptureOptions(server_id=4242, snapshot_mode="never"))
+        for event in source.events():
+            pass
     """))
-    parent = subprocess.Popen([sys.executable, str(script)])
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
     try:
         deadline = time.monotonic() + 30
-        child = None
-        while child is None:
+        while not (children := _capture_children(parent.pid)):
             assert time.monotonic() < deadline and parent.poll() is None, "the capture child never started"
-            found = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
-            child = int(found[-1]) if found else None
             time.sleep(0.05)
-        time.sleep(1.0)  # the child is up, reading the binlog (blocking at its end)
+        time.sleep(1.5)  # the child is up, reading the binlog (blocking at its end)
+        assert parent.poll() is None, "the parent script ended"
+        assert _capture_children(parent.pid) == children and len(children) == 1
+        assert not _capture_children(children[0]), "the child started a capture of its own"
         parent.kill()
         parent.wait(10)
         deadline = time.monotonic() + 10
-        while _alive(child):
-            assert time.monotonic() < deadline, f"the capture child {child} outlived its parent killed -9"
+        while _alive(children[0]):
+            assert time.monotonic() < deadline, f"the capture child {children[0]} outlived its parent killed -9"
             time.sleep(0.05)
     finally:
         if parent.poll() is None:
