@@ -207,7 +207,10 @@ class _ForwardLogs(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(BrokenPipeError):
-            self._outbox.put(_LogLine(record.name, record.levelno, record.getMessage()))
+            message = record.getMessage()
+            if record.exc_info:  # the traceback as text: the exception object may not travel
+                message += "\n" + logging.Formatter().formatException(record.exc_info)
+            self._outbox.put(_LogLine(record.name, record.levelno, message))
 
 
 def _die_with_parent(parent: int) -> None:

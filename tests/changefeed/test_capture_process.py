@@ -63,19 +63,26 @@ def _clockless(event: CaptureEvent) -> CaptureEvent:
 
 
 def test_the_child_yields_the_events_in_process_capture_yields(
-    mysql: MySQLServer, database: str, settings: ConnectionSettings
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
     _workload(mysql, database)  # a snapshot of it first, then its binlog from the start
     keep = ChangeFilter(TableFilter([f"{database}.*"]))
     runs = []
+    caplog.set_level(logging.INFO)
     for source_type in (CaptureSource, CaptureProcess):
+        caplog.clear()
         progress: list[SnapshotProgress] = []
         source = source_type(settings, options(snapshot_mode="initial_only", change_filter=keep,
                                                snapshot_chunk_size=100), on_progress=progress.append)
-        runs.append(([_clockless(e) for e in _events(source)], progress))
-    (in_process, progress), (child, child_progress) = runs
+        events = [_clockless(e) for e in _events(source)]
+        logged = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("changefeed.source")]
+        runs.append((events, progress, logged))
+    (in_process, progress, logged), (child, child_progress, child_logged) = runs
     assert len(in_process) > 250 and child == in_process
     assert child_progress == progress and progress[-1].done
+    # the child's log lines reach this process's logging, under their own logger and level
+    assert any("snapshot consistent with binlog" in message for _, _, message in logged)
+    assert child_logged == logged
 
     start = Checkpoint(start_position(settings), 0)
     mysql.execute("UPDATE t SET n = n + 10 WHERE id < 50", "DROP TABLE t", database=database)
