@@ -87,6 +87,9 @@ class CaptureProcess:
                 [sys.executable, "-m", "changefeed.source.capture_child", str(write_fd), self.options.changefeed_id],
                 stdin=subprocess.PIPE, pass_fds=(write_fd,),
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+        except BaseException:
+            os.close(read_fd)
+            raise
         finally:
             os.close(write_fd)  # only the child writes: its exit is seen here as the end of the pipe
         receiver = Connection(read_fd, writable=False)
@@ -94,9 +97,11 @@ class CaptureProcess:
         assert process.stdin is not None
         try:
             # The child's arguments; then its stdin stays open until this side stops (EOF is its stop).
-            process.stdin.write(pickle.dumps((self.settings, self.options, self.start, self.max_batch, os.getpid(),
-                                              logging.getLogger().getEffectiveLevel()), pickle.HIGHEST_PROTOCOL))
-            process.stdin.flush()
+            with contextlib.suppress(BrokenPipeError):  # a child that died at once: its end is read below
+                process.stdin.write(pickle.dumps((self.settings, self.options, self.start, self.max_batch,
+                                                  os.getpid(), logging.getLogger().getEffectiveLevel()),
+                                                 pickle.HIGHEST_PROTOCOL))
+                process.stdin.flush()
             while not self.stop.is_set():
                 if not receiver.poll(0.1):
                     continue
@@ -214,8 +219,10 @@ class _ForwardLogs(logging.Handler):
 
 
 def _die_with_parent(parent: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    """Linux kills this process when its parent dies. Elsewhere the parent's end closes the pipes, which
+    ends the child at its next read of stdin or send."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
