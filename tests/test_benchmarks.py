@@ -31,7 +31,8 @@ def test_every_benchmark_parses_its_options(script: str) -> None:
 @pytest.mark.integration  # a private MariaDB and our broker
 def test_changefeed_benchmark_runs() -> None:
     out = _run("changefeed.py", "--rows", "500", "--live-seconds", "1", "--live-rate", "200")
-    assert "end to end (-> bundled broker, acked)" in out and "commit -> acknowledged checkpoint" in out
+    assert "end to end, one process" in out and "end to end, capture in a child process" in out
+    assert "live, capture in a child" in out and "commit -> acknowledged checkpoint" in out
 
 
 def test_verify_benchmark_answers_right_on_a_small_table(mysql: MySQLServer, database: str, spark: Any,
