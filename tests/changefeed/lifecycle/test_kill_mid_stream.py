@@ -6,6 +6,7 @@ replay after the acknowledged checkpoint, are the only difference (at-least-once
 
 import random
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -102,7 +103,12 @@ def test_kill_9_mid_stream_no_gap_and_per_key_order(
         try:
             time.sleep(1.5)
             before_kill = transactions[0]
+            captures = subprocess.run(["pgrep", "-P", str(server.process.pid), "-f", "changefeed.source.capture_child"],
+                                      capture_output=True, text=True).stdout.split()
+            assert len(captures) == 1, f"the server runs {len(captures)} capture processes for its one changefeed"
             server.kill()  # SIGKILL: no flush, no last checkpoint save
+            # its capture process goes with it: none left reading the binlog under the changefeed's server id
+            wait_for(lambda: _ended(int(captures[0])), 10, "the killed server's capture process to end")
         finally:
             broker.process.send_signal(signal.SIGCONT)
         server = start_server("s1")  # the same data dir: resumes from the persisted checkpoint
@@ -132,3 +138,10 @@ def test_kill_9_mid_stream_no_gap_and_per_key_order(
     query = cli_json(server, "query", "-c", "kill")
     assert query["state"] == "normal", query
     print(f"{len(expected)} keys, {replayed} replayed messages after the kill")
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return "State:\tZ" in Path(f"/proc/{pid}/status").read_text()  # a zombie: ended, not yet reaped
+    except FileNotFoundError:
+        return True
