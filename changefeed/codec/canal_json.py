@@ -140,8 +140,7 @@ class CanalJsonEncoder:
     def __init__(self, options: CanalJsonOptions | None = None, clock: Callable[[], int] = _now_ms) -> None:
         self.options = options or CanalJsonOptions()
         self._clock = clock
-        self._plans: dict[tuple[int, bool], tuple[TableSchema, _TablePlan]] = {}
-        self._latest: dict[tuple[str, str, bool], tuple[TableSchema, _TablePlan]] = {}
+        self._plans: dict[tuple[str, str, bool], tuple[TableSchema, _TablePlan]] = {}
 
     def encode_row(self, change: RowChange) -> Encoded:
         handle_only = change.kind is RowKind.DELETE and self.options.delete_only_output_handle_key_columns
@@ -159,23 +158,18 @@ class CanalJsonEncoder:
         return self._encode(change, True, tidb)
 
     def _plan(self, table: TableSchema, handle_only: bool) -> _TablePlan:
-        # Keyed by the schema object: the capture keeps one TableSchema per table schema version (its
-        # mounter's), so a new version is a new object; holding the object keeps its id unique.
-        entry = self._plans.get((id(table), handle_only))
+        # One plan per table, for its newest schema object. The capture keeps one TableSchema per schema version
+        # (its mounter's), so the identity check is the hot path. A new object is a new version, or the same
+        # version handed over again (capture in a child process unpickles each batch's schema anew): an equal
+        # schema keeps its plan.
+        key = (table.schema, table.table, handle_only)
+        entry = self._plans.get(key)
         if entry is not None and entry[0] is table:
             return entry[1]
-        # A new object may still be a known version: capture in a child process (capture_process.py) hands
-        # each batch's schema over as a new object, so compare with the table's newest plan (once a batch).
-        latest = self._latest.get((table.schema, table.table, handle_only))
-        if latest is not None and latest[0] == table:
-            plan = latest[1]
-            self._plans.pop((id(latest[0]), handle_only), None)  # the object this one takes over from: one per version
-        else:
-            plan = _TablePlan.of(table, handle_only, self.options)
-        if len(self._plans) >= _MAX_PLANS:
+        plan = entry[1] if entry is not None and entry[0] == table else _TablePlan.of(table, handle_only, self.options)
+        if len(self._plans) >= _MAX_PLANS:  # tables seen, dropped ones included: bounded all the same
             self._plans.clear()
-            self._latest.clear()
-        self._plans[(id(table), handle_only)] = self._latest[(table.schema, table.table, handle_only)] = (table, plan)
+        self._plans[key] = (table, plan)
         return plan
 
     def _encode(self, change: RowChange, handle_only: bool, tidb: dict[str, Any] | None) -> Encoded:
