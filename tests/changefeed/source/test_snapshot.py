@@ -147,6 +147,14 @@ def test_snapshot_modes(mysql: MySQLServer, database: str, settings: ConnectionS
     assert [e for e in run("never") if isinstance(e, RowChange)] == []
 
 
+def _two_table_snapshot(mysql: MySQLServer, database: str, settings: ConnectionSettings) -> CaptureSource:
+    """Tables a (1, 2) and b (10, 11), and a source that will snapshot them (a first)."""
+    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
+                  "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10), (11)", database=database)
+    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
+    return CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+
+
 @pytest.mark.parametrize("algorithm", ["COPY", "INSTANT"])
 def test_a_table_altered_under_the_snapshot_makes_it_start_over(
     mysql: MySQLServer, database: str, settings: ConnectionSettings, algorithm: str
@@ -154,10 +162,7 @@ def test_a_table_altered_under_the_snapshot_makes_it_start_over(
     """InnoDB cannot read a table rebuilt after the read view opened (error 1412), and an instant ALTER changes
     the columns SHOW CREATE TABLE shows from those read at the snapshot's position: either way the snapshot is
     taken again, and every row arrives with the new definition; nothing is lost."""
-    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
-                  "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10), (11)", database=database)
-    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
-    source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+    source = _two_table_snapshot(mysql, database, settings)
     try:
         events = source.events()
         creates_a = next(events)  # the tables are listed, their CREATE TABLE read, b's rows not read yet
@@ -182,10 +187,7 @@ def test_a_snapshot_taken_again_drops_a_table_gone_since_the_earlier_attempt(
     """Found by the equality harness (seed 11): the first attempt sent rows of `a`, then `a` was renamed and the
     snapshot started over after the RENAME; nothing told a consumer that `a` was gone, so its rows stayed. The
     attempt taken again now sends DROP TABLE IF EXISTS `a` before its own tables."""
-    mysql.execute("CREATE TABLE a (id int PRIMARY KEY)", "INSERT INTO a VALUES (1), (2)",
-                  "CREATE TABLE b (id int PRIMARY KEY)", "INSERT INTO b VALUES (10), (11)", database=database)
-    change_filter = ChangeFilter(TableFilter([f"{database}.*"]))
-    source = CaptureSource(settings, options(snapshot_mode="initial_only", change_filter=change_filter))
+    source = _two_table_snapshot(mysql, database, settings)
     try:
         events = source.events()
         assert isinstance(next(events), DDLEvent)  # a's CREATE TABLE
