@@ -6,9 +6,8 @@ Same binlog slice, alternating rounds, side by side:
 - one process: the changefeed runner (capture -> encode -> batched delivery, one Python process)
 - split after encoding: a spawned child runs CaptureSource + router + canal-JSON encoder and hands one
   batch per transaction (message tuples + the commit's checkpoint) over a bounded multiprocessing queue,
-  in order; this process builds MessageBatches, sends them through KafkaSink and tracks acknowledgements;
-- split after capture: the child runs CaptureSource only and hands the RowChanges (pickled); this process
-  routes, encodes and delivers them, so the two processes' work is about even.
+  in order; this process builds MessageBatches, sends them through KafkaSink and tracks acknowledgements.
+The split after capture, which the runner adopted, is measured by bench/changefeed.py in the runner itself.
 The split is measured twice: from the start (including the child's spawn and imports, paid on every
 attempt) and from the first batch received (streaming rate). CPU per row for the parent alone shows
 how much of the work moved. Not part of the runner: docs/benchmarks.md says why.
@@ -36,6 +35,8 @@ from changefeed.dispatch.router import Router
 from changefeed.model import Checkpoint, Position, RowChange, TransactionCommit
 from changefeed.source.capture import CaptureSource, start_position
 from changefeed.source.server import ConnectionSettings
+from sink.base import BatchCallback
+from sink.errors import SinkError
 from sink.kafka import KafkaSink, prepare_topic
 from sink.message import Message, MessageBatch
 from sink.uri import parse_sink_uri
@@ -47,11 +48,11 @@ sys.modules["bench_changefeed"] = bench
 _spec.loader.exec_module(bench)
 
 Encoded = tuple[str, int, bytes | None, bytes]
-Item = tuple[list[Encoded] | list[RowChange], Checkpoint] | None
+Item = tuple[list[Encoded], Checkpoint] | None
 
 
 class _Encode:
-    """Route and encode row changes into (topic, partition, key, value), in the child or in this process."""
+    """Route and encode row changes into (topic, partition, key, value), in the child."""
 
     def __init__(self, topic: str) -> None:
         self.encoder, self.router, self.partitions = CanalJsonEncoder(), Router(topic), {topic: 3}
@@ -65,17 +66,14 @@ class _Encode:
         return out
 
 
-def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Queue[Item], encode: bool) -> None:
-    """Capture (and with `encode`, route and encode), one queue item per transaction."""
+def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Queue[Item]) -> None:
+    """Capture, route and encode, one queue item per transaction."""
     source = CaptureSource(settings, bench._options(False), start=start)
     encoder = _Encode(topic)
-    pending: list[Any] = []
+    pending: list[Encoded] = []
     for event in source.events():
         if isinstance(event, RowChange):
-            if encode:
-                pending.extend(encoder(event))
-            else:
-                pending.append(event)
+            pending.extend(encoder(event))
         elif isinstance(event, TransactionCommit):
             queue.put((pending, event.checkpoint))
             pending = []
@@ -83,8 +81,17 @@ def _child(settings: ConnectionSettings, start: Checkpoint, topic: str, queue: Q
     source.close()
 
 
-def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint, encode_in_child: bool
-           ) -> tuple[int, float, float, float]:
+def _on_ack(tracker: MessageAckTracker, seq: int) -> BatchCallback:
+    def done(error: SinkError | None) -> None:
+        if error is None:
+            tracker.acked(seq)
+        else:
+            tracker.failed(error)
+
+    return done
+
+
+def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint) -> tuple[int, float, float, float]:
     """(rows, seconds from start, seconds from the first batch, parent CPU us/row)."""
     topic = f"split-{uuid.uuid4().hex[:6]}"
     config = parse_sink_uri(broker.uri(topic, partition_num=3))
@@ -94,19 +101,17 @@ def _split(settings: ConnectionSettings, broker: Any, start: Checkpoint, encode_
     context = mp.get_context("spawn")  # never fork a process that runs librdkafka threads
     queue: Queue[Item] = context.Queue(maxsize=64)  # bounded: the child waits when delivery is behind
     began = time.perf_counter()
-    child = context.Process(target=_child, args=(settings, start, topic, queue, encode_in_child), daemon=True)
-    encoder = _Encode(topic)
+    child = context.Process(target=_child, args=(settings, start, topic, queue), daemon=True)
     child.start()
     rows, first, cpu = 0, 0.0, 0.0
     while (item := queue.get(timeout=600)) is not None:
         if not first:
             first, cpu = time.perf_counter(), time.process_time()
-        received, checkpoint = item
-        messages = received if encode_in_child else [m for change in received for m in encoder(change)]
+        messages, checkpoint = item
         if messages:
             seq = tracker.sent()
             batch = MessageBatch.of([Message(t, p, k, v) for t, p, k, v in messages])
-            sink.send_batch(batch, lambda error, s=seq: tracker.acked(s) if error is None else tracker.failed(error))
+            sink.send_batch(batch, _on_ack(tracker, seq))
             rows += len(messages)
         tracker.transaction_done(checkpoint)
     while sink.flush(0.1) > 0:
@@ -138,12 +143,12 @@ def main(rows: int, table: str, rounds: int) -> None:
             target: Position = start_position(settings)
             print(f"{rows} rows, table {chosen.name}; rows/s (CPU us/row)")
             for _ in range(rounds):
-                delivered, timing, _rss = bench._end_to_end(settings, broker, start, target, None)
+                delivered, timing, _rss = bench._end_to_end(settings, broker, start, target, None,
+                                                            capture_process=False)
                 print(f"one process: {delivered / timing.wall_s:8.0f} rows/s ({timing.cpu_s / delivered * 1e6:.1f})")
-                for name, encode_in_child in (("split after encoding", True), ("split after capture", False)):
-                    count, total_s, stream_s, parent_cpu = _split(settings, broker, start, encode_in_child)
-                    print(f"{name}: {count / total_s:8.0f} rows/s from start, {count / stream_s:8.0f} from the first "
-                          f"batch (parent alone {parent_cpu:.1f})", flush=True)
+                count, total_s, stream_s, parent_cpu = _split(settings, broker, start)
+                print(f"split after encoding: {count / total_s:8.0f} rows/s from start, {count / stream_s:8.0f} from "
+                      f"the first batch (parent alone {parent_cpu:.1f})", flush=True)
         finally:
             broker.stop()
 
