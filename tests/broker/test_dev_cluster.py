@@ -17,26 +17,14 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from broker.dev_cluster import DevCluster, DevClusterError
+from lakefeed_testing.net import free_port_block
 
 
 def free_base_port(nodes: int) -> int:
-    """A base port with 2 * nodes free consecutive ports (Kafka listeners, then controller listeners)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = int(s.getsockname()[1])
-        if base + 2 * nodes < 65535 and all(_free(base + i) for i in range(2 * nodes)):
-            return base
-    raise AssertionError("no free consecutive ports")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
+    """A base port with 2 * nodes free consecutive ports (Kafka listeners, then controller listeners), below
+    the kernel's ephemeral range: a block taken from that range can meanwhile hold the source port of another
+    node's outgoing connection (CI saw node 2 fail to bind that way)."""
+    return free_port_block(2 * nodes)
 
 
 def alive(pid: int) -> bool:

@@ -16,15 +16,7 @@ from typing import Any
 
 import pytest
 
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+from lakefeed_testing.net import free_port_block
 
 
 def call(port: int, req: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +31,7 @@ class Quorum:
     def __init__(self, tmp: Path, extra_args: tuple[str, ...] = ()) -> None:
         self.tmp = tmp
         self.extra_args = extra_args
-        self.ports = dict(zip((1, 2, 3), free_ports(3), strict=True))
+        self.ports = dict(zip((1, 2, 3), range(base := free_port_block(3), base + 3), strict=True))
         self.voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in self.ports.items())
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
