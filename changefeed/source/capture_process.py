@@ -140,6 +140,11 @@ class CaptureProcess:
         if self._process is not None:
             _end_process(self._process)
 
+    @property
+    def exit_code(self) -> int | None:
+        """The last child's exit code (negative: the signal that ended it); None while it runs or before one."""
+        return None if self._process is None else self._process.poll()
+
 
 def _end_process(process: subprocess.Popen[bytes]) -> None:
     """Tell the child to stop (EOF on its stdin) and give it a moment to leave (closing its replication
@@ -264,6 +269,9 @@ def run_child(fd: int) -> None:
 
 
 def _stop_at_eof(stop: threading.Event) -> None:
-    while sys.stdin.buffer.read(4096):
+    # Raw reads of fd 0, not sys.stdin.buffer: this daemon thread is still blocked here when the main thread
+    # ends, and a buffered reader's lock held at interpreter shutdown aborts the process ("Fatal Python
+    # error: _enter_buffered_busy"). Nothing follows the pickled arguments on stdin but its EOF.
+    while os.read(sys.stdin.fileno(), 4096):
         pass
     stop.set()

@@ -5,6 +5,7 @@ its parent is killed -9."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -23,6 +24,7 @@ from changefeed.errors import ChangefeedError
 from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import CaptureEvent, Checkpoint, Position, TransactionCommit
 from changefeed.runner import Changefeed, ChangefeedSpec
+from changefeed.source import capture_process
 from changefeed.source.capture import CaptureSource, start_position
 from changefeed.source.capture_process import CaptureProcess
 from changefeed.source.server import ConnectionSettings
@@ -100,6 +102,34 @@ def test_a_failure_in_the_child_is_raised_here_as_itself(settings: ConnectionSet
             _events(source)
         errors.append((type(raised.value), str(raised.value), raised.value.retriable))
     assert errors[1] == errors[0]
+
+
+def test_a_child_whose_capture_ends_exits_cleanly(
+    mysql: MySQLServer, database: str, settings: ConnectionSettings, capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's main thread ends (capture reached the binlog's end, or failed) before this side closes its
+    stdin, so its thread that waits for that EOF is still blocked reading: the interpreter must still exit
+    cleanly, not abort at shutdown over that thread's buffered stdin ("Fatal Python error:
+    _enter_buffered_busy", seen under a slow, profiled parent). Here this side waits for the child's exit
+    before it closes the child's stdin."""
+    end_process = capture_process._end_process
+
+    def slow_parent(process: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(30)
+        end_process(process)
+
+    monkeypatch.setattr(capture_process, "_end_process", slow_parent)
+    mysql.execute("CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2)", database=database)
+    start = Checkpoint(start_position(settings), 0)
+    gone = Checkpoint(Position("no-such-binlog.000001", 4), 0)
+    for begin in (start, gone):
+        source = CaptureProcess(settings, options(), start=begin)
+        with pytest.raises(ChangefeedError) if begin is gone else contextlib.nullcontext():
+            _events(source)
+        assert source.exit_code == 0
+    assert "Fatal Python error" not in capfd.readouterr().err
 
 
 def _capture_children(parent: int) -> list[int]:
