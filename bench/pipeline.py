@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import sys
@@ -104,8 +105,66 @@ class LagSample:
     behind: int
 
 
+class DeltaLogTail:
+    """The newest `column` value visible in a Delta table, read from its transaction log without Spark.
+
+    A Delta commit is the file `_delta_log/<version, 20 digits>.json`, written atomically; from the moment it
+    exists every reader sees its rows. Each `add` action carries the file's column statistics (`stats`,
+    `maxValues`), keyed by the column's physical name when column mapping is on (the `metaData` action's
+    schema gives `delta.columnMapping.physicalName`). Delta protocol, "Actions" and "Column Mapping":
+    https://github.com/delta-io/delta/blob/master/PROTOCOL.md
+
+    Why not a Spark query: polling with `spark.read...agg(max)` four times a second ran one Spark job (and a
+    snapshot) per poll on the same two cores and the same driver as the query being measured, which queued
+    behind or in front of its jobs; reading the log costs a directory listing and a few small files."""
+
+    def __init__(self, table: Path, column: str) -> None:
+        self._log = table / "_delta_log"
+        self._column = column
+        self._physical = column
+        self._next = 0
+        self.newest: int | None = None
+
+    def poll(self) -> int | None:
+        """Read the commits written since the last poll; return the newest value visible now."""
+        while (commit := self._log / f"{self._next:020d}.json").exists():
+            for line in commit.read_text().splitlines():
+                action = json.loads(line)
+                if "metaData" in action:
+                    self._physical = self._physical_name(action["metaData"]["schemaString"])
+                elif "add" in action and action["add"].get("stats"):
+                    top = json.loads(action["add"]["stats"]).get("maxValues", {}).get(self._physical)
+                    if top is not None and (self.newest is None or top > self.newest):
+                        self.newest = top
+            self._next += 1
+        return self.newest
+
+    def _physical_name(self, schema: str) -> str:
+        for field in json.loads(schema)["fields"]:
+            if field["name"] == self._column:
+                return str(field.get("metadata", {}).get("delta.columnMapping.physicalName", self._column))
+        raise KeyError(f"column {self._column!r} is not in the Delta table's schema")
+
+
+@dataclass(frozen=True)
+class HeapSample:
+    """The JVM's heap in use right after a full collection (its live set), seconds since the writer started."""
+
+    at: float
+    used_mib: float
+
+
+def _live_heap_mib(spark: Any) -> float:
+    """Heap in use after System.gc(), through java.lang.management (local mode: the driver's JVM runs the
+    tasks too). A leak shows as a live set that keeps growing; garbage between collections does not."""
+    memory = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+    memory.gc()
+    return float(memory.getHeapMemoryUsage().getUsed()) / 2**20
+
+
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
-               store: Path) -> tuple[list[float], list[LagSample], float]:
+               store: Path, poller: str, heap_every: float | None
+               ) -> tuple[list[float], list[LagSample], float, list[HeapSample], list[dict[str, Any]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
           f"&max-message-bytes={SINK_LIMIT}"
@@ -137,18 +196,34 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     query = None
     lags: list[float] = []
     curve: list[LagSample] = []
+    heap: list[HeapSample] = []
+    batches: dict[int, dict[str, Any]] = {}  # batch id -> Spark's progress of that micro-batch
     try:
         time.sleep(2)  # the first rows create the topic and the table
         query = start_query(spark, read_stream(spark, config.source), config)
         path = config.table_path(DATABASE, "live")
+        tail = DeltaLogTail(Path(path), "id")
         seen = -1
         deadline = time.time() + seconds
+        next_heap = time.time() + (heap_every or 0)
+        next_progress = time.time()
         while time.time() < deadline:
-            time.sleep(0.25)
-            try:
-                top = spark.read.format("delta").load(path).agg({"id": "max"}).collect()[0][0]
-            except Exception:
-                continue
+            if heap_every is not None and time.time() >= next_heap:
+                heap.append(HeapSample(time.time() - began, _live_heap_mib(spark)))
+                next_heap += heap_every
+            if time.time() >= next_progress:  # recentProgress keeps only the last 100 batches
+                for progress in query.recentProgress:
+                    batches[progress.batchId] = {"rows": progress.numInputRows, **progress.durationMs}
+                next_progress += 2.0
+            if poller == "delta-log":
+                time.sleep(0.05)
+                top = tail.poll()
+            else:
+                time.sleep(0.25)
+                try:
+                    top = spark.read.format("delta").load(path).agg({"id": "max"}).collect()[0][0]
+                except Exception:
+                    continue
             now = time.time()
             if top is not None and top > seen:
                 lags += [now - committed[i] for i in range(seen + 1, top + 1) if i in committed]
@@ -160,9 +235,37 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
         writer.join()
         written_rate = len(committed) / (time.time() - began)
         if query is not None:
+            for progress in query.recentProgress:
+                batches[progress.batchId] = {"rows": progress.numInputRows, **progress.durationMs}
             query.stop()
         feed.remove()
-    return lags, curve, written_rate
+    return lags, curve, written_rate, heap, [batches[b] for b in sorted(batches)]
+
+
+def _print_batch_phases(progress: list[dict[str, Any]]) -> None:
+    """Where the live run's micro-batches spent their time, by third of the run: the median of each phase
+    Spark's stream progress reports (`durationMs`: addBatch is our batch function, triggerExecution the
+    whole micro-batch), and rows per batch."""
+    batches = [p for p in progress if p["rows"] > 0]
+    phases = ("triggerExecution", "addBatch", "latestOffset", "walCommit", "commitOffsets")
+    click.echo(f"\n{len(batches)} live micro-batches with rows; median ms per phase, by third of the run:")
+    for i in range(3):
+        part = batches[i * len(batches) // 3:(i + 1) * len(batches) // 3]
+        if part:
+            click.echo(f"  {i + 1}: " + ", ".join(
+                f"{name} {statistics.median(p.get(name, 0) for p in part):,.0f}" for name in phases)
+                + f"; rows per batch {statistics.median(p['rows'] for p in part):,.0f}")
+
+
+def _print_heap(heap: list[HeapSample]) -> None:
+    """The live set over the run, and its trend: the least-squares slope in MiB per 10 minutes."""
+    if len(heap) < 2:
+        return
+    slope = statistics.linear_regression([h.at for h in heap], [h.used_mib for h in heap]).slope
+    click.echo(f"\nJVM heap after a full GC, {len(heap)} samples: first {heap[0].used_mib:.0f} MiB, "
+               f"min {min(h.used_mib for h in heap):.0f}, max {max(h.used_mib for h in heap):.0f}, "
+               f"last {heap[-1].used_mib:.0f}; trend {slope * 600:+.1f} MiB per 10 min")
+    click.echo("  " + ", ".join(f"{h.at / 60:.0f}m {h.used_mib:.0f}" for h in heap))
 
 
 def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
@@ -192,7 +295,14 @@ def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
 @click.option("--live-rate", default=200.0, show_default=True, help="Rows per second the live writer commits.")
 @click.option("--lag-plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also draw Delta's lag over the live run into this SVG file.")
-def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None) -> None:
+@click.option("--poller", type=click.Choice(["delta-log", "spark-query"]), default="delta-log", show_default=True,
+              help="How the live run sees a row become visible: by reading Delta's transaction log, or by a "
+                   "Spark query on the job's own session (which competes with the job for the cores).")
+@click.option("--skip-materialise", is_flag=True, help="Only the live run (on a cold JVM).")
+@click.option("--heap-every", type=float, default=None,
+              help="Also sample the JVM's heap after a full GC every this many seconds of the live run.")
+def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
+         skip_materialise: bool, heap_every: float | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -201,28 +311,31 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
         spark.sparkContext.setLogLevel("ERROR")
         try:
             start = Checkpoint(start_position(_settings(mysql)), 0)
-            _load(mysql, rows)
-            topic = f"bulk-{uuid.uuid4().hex[:6]}"
-            uri = f"kafka://{broker.bootstrap}/{topic}?partition-num=3&content-compatible=true" \
-                  f"&enable-tidb-extension=true&max-message-bytes={SINK_LIMIT}"
-            feed = _feed(mysql, uri, start, work / "cf.db", blocking_target=True)
-            assert feed.wait(900) and feed.state == "finished", feed.error
-            records = feed.rows
-            click.echo(f"\nmaterialise {records} change records ({rows} inserts + {rows // 10} updates), each job into"
-                       " new tables; first in this JVM (cold), then again (warm)")
-            click.echo(f"{'run':<6}{'job':<34}{'records/s':>12}{'ratio':>8}")
-            for run in ("cold", "warm"):
-                rates = _materialise(spark, broker.bootstrap, topic, work, records, run)
-                base = rates["plain Kafka -> Delta append"]
-                for name, rate in rates.items():
-                    click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
-            found, curve, written = _freshness(spark, mysql, broker.bootstrap, work, live_seconds, live_rate,
-                                               work / "cf2.db")
+            _load(mysql, 0 if skip_materialise else rows)
+            if not skip_materialise:
+                topic = f"bulk-{uuid.uuid4().hex[:6]}"
+                uri = f"kafka://{broker.bootstrap}/{topic}?partition-num=3&content-compatible=true" \
+                      f"&enable-tidb-extension=true&max-message-bytes={SINK_LIMIT}"
+                feed = _feed(mysql, uri, start, work / "cf.db", blocking_target=True)
+                assert feed.wait(900) and feed.state == "finished", feed.error
+                records = feed.rows
+                click.echo(f"\nmaterialise {records} change records ({rows} inserts + {rows // 10} updates), "
+                           "each job into new tables; first in this JVM (cold), then again (warm)")
+                click.echo(f"{'run':<6}{'job':<34}{'records/s':>12}{'ratio':>8}")
+                for run in ("cold", "warm"):
+                    rates = _materialise(spark, broker.bootstrap, topic, work, records, run)
+                    base = rates["plain Kafka -> Delta append"]
+                    for name, rate in rates.items():
+                        click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
+            found, curve, written, heap, batches = _freshness(
+                spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every)
+            _print_batch_phases(batches)
+            _print_heap(heap)
             lags = sorted(found)
             click.echo(f"\nlive writer: {written:,.0f} rows/s written ({live_rate:,.0f} asked)")
             if lags:
                 p50, p99 = statistics.median(lags), lags[min(len(lags) - 1, int(len(lags) * 0.99))]
-                click.echo(f"freshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows: "
+                click.echo(f"freshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows, seen by {poller}: "
                            f"p50 {p50:.2f} s, p99 {p99:.2f} s (MySQL commit -> visible in Delta)")
                 thirds = [curve[i * len(curve) // 3:(i + 1) * len(curve) // 3] for i in range(3)]
                 click.echo("Delta's lag by third of the run, mean / max s: " + ", ".join(
