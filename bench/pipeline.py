@@ -258,13 +258,14 @@ def _print_batch_phases(progress: list[dict[str, Any]]) -> None:
 
 
 def _print_heap(heap: list[HeapSample]) -> None:
-    """The live set over the run, and its trend: the least-squares slope in MiB per 10 minutes."""
-    if len(heap) < 2:
+    """The live set over the run: each sample, and the median by third of the run (a sample taken while a
+    batch runs also counts that batch's data, so single samples jump; a leak moves the medians)."""
+    if not heap:
         return
-    slope = statistics.linear_regression([h.at for h in heap], [h.used_mib for h in heap]).slope
-    click.echo(f"\nJVM heap after a full GC, {len(heap)} samples: first {heap[0].used_mib:.0f} MiB, "
-               f"min {min(h.used_mib for h in heap):.0f}, max {max(h.used_mib for h in heap):.0f}, "
-               f"last {heap[-1].used_mib:.0f}; trend {slope * 600:+.1f} MiB per 10 min")
+    thirds = [heap[i * len(heap) // 3:(i + 1) * len(heap) // 3] for i in range(3)]
+    click.echo(f"\nJVM heap after a full GC, {len(heap)} samples, MiB: median by third of the run " + ", ".join(
+        f"{statistics.median(h.used_mib for h in part):.0f}" for part in thirds if part)
+        + f"; min {min(h.used_mib for h in heap):.0f}, max {max(h.used_mib for h in heap):.0f}")
     click.echo("  " + ", ".join(f"{h.at / 60:.0f}m {h.used_mib:.0f}" for h in heap))
 
 
