@@ -9,10 +9,12 @@
   pair pays the JVM's class loading and JIT (the pipeline, run first, most of it), the second is warm.
 - freshness: a writer commits rows at `--live-rate` rows/s (one row per transaction up to 200 rows/s,
   then more rows per transaction, paced to a schedule so the rate holds) while the changefeed and the job
-  (processing-time trigger of 1 s) run; a poller reads the Delta table and records, for each row that
-  became visible, visible time minus commit time. `--lag-plot FILE` also draws Delta's lag over the run
-  (at each poll: now minus the commit time of the newest visible row), to see whether it stays bounded;
-  the rows committed but not yet visible are printed per third of the run.
+  (processing-time trigger of 1 s) run; a poller reads the Delta table's transaction log (`--poller
+  spark-query`: queries the table with Spark instead) and records, for each row that became visible,
+  visible time minus commit time. It also prints Spark's phases of the live micro-batches, and with
+  `--heap-every S` the JVM's heap after a full GC every S seconds. `--lag-plot FILE` also draws Delta's
+  lag over the run (at each poll: now minus the commit time of the newest visible row), to see whether it
+  stays bounded; the rows committed but not yet visible are printed per third of the run.
 """
 
 from __future__ import annotations

@@ -45,3 +45,25 @@ def test_verify_benchmark_answers_right_on_a_small_table(mysql: MySQLServer, dat
     assert bench.run(spark, mysql, database, tmp_path, rows=2000, chunk_size=300, baseline_rounds=1)
     out = capsys.readouterr().out
     assert "verify, equal table" in out and "1 changed, 1 extra, 1 missing" in out and "UNEXPECTED" not in out
+
+
+def test_pipeline_benchmark_sees_rows_in_the_delta_log_as_spark_reads_them(spark: Any, tmp_path: Path) -> None:
+    """bench/pipeline.py's freshness poller reads Delta's transaction log instead of querying the table: it
+    must report the newest key Spark itself reads, commit by commit, under column mapping (as the pipeline's
+    tables have it), where the log's statistics name columns by their physical names."""
+    spec = importlib.util.spec_from_file_location("bench_pipeline", BENCH / "pipeline.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    path = tmp_path / "live"
+    spark.sql(f"CREATE TABLE delta.`{path}` (v STRING, id INT) USING delta "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    tail = bench.DeltaLogTail(path, "id")
+    assert tail.poll() is None  # no row yet
+    for ids in ([3, 1, 2], [7, 5], [4]):  # the last commit's keys are all below the newest
+        spark.createDataFrame([(f"v{i}", i) for i in ids], "v STRING, id INT").write.format("delta") \
+            .mode("append").save(str(path))
+        assert tail.poll() == spark.read.format("delta").load(str(path)).agg({"id": "max"}).collect()[0][0]
+    assert tail.poll() == 7
+    assert tail._physical != "id"  # the statistics were found by the physical name
