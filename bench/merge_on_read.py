@@ -119,7 +119,8 @@ def main(batches: int, rows: int, table_counts: tuple[int, ...]) -> None:
                 raise SystemExit(f"merge-on-read's acct0 differs from the MERGEd one ({tables} tables)")
             pending = _pending(spark, change_log, shape)
             times["compact one table"] = [_timed(merge_latest, spark, base_path, pending, shape)]
-            if live_rows(spark, base_path).exceptAll(expected).count():
+            compacted = live_rows(spark, base_path)
+            if compacted.exceptAll(expected).count() or expected.exceptAll(compacted).count():
                 raise SystemExit(f"acct0 compacted differs from the MERGEd one ({tables} tables)")
             results[tables] = times
     finally:
