@@ -214,8 +214,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
                 heap.append(HeapSample(time.time() - began, _live_heap_mib(spark)))
                 next_heap += heap_every
             if time.time() >= next_progress:  # recentProgress keeps only the last 100 batches
-                for progress in query.recentProgress:
-                    batches[progress.batchId] = {"rows": progress.numInputRows, **progress.durationMs}
+                _keep_progress(query, batches)
                 next_progress += 2.0
             if poller == "delta-log":
                 time.sleep(0.05)
@@ -237,11 +236,16 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
         writer.join()
         written_rate = len(committed) / (time.time() - began)
         if query is not None:
-            for progress in query.recentProgress:
-                batches[progress.batchId] = {"rows": progress.numInputRows, **progress.durationMs}
+            _keep_progress(query, batches)
             query.stop()
         feed.remove()
     return lags, curve, written_rate, heap, [batches[b] for b in sorted(batches)]
+
+
+def _keep_progress(query: Any, batches: dict[int, dict[str, Any]]) -> None:
+    """Record the rows and phase times of each micro-batch Spark still reports (its last 100)."""
+    for progress in query.recentProgress:
+        batches[progress.batchId] = {"rows": progress.numInputRows, **progress.durationMs}
 
 
 def _print_batch_phases(progress: list[dict[str, Any]]) -> None:

@@ -23,6 +23,16 @@ def _run(script: str, *args: str, timeout: float = 300) -> str:
     return result.stdout
 
 
+def _bench_module(script: str) -> Any:
+    """Import a bench script as a module, to call its functions in this process (shared MariaDB and Spark)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{Path(script).stem}", BENCH / script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if not p.name.startswith("_")))
 def test_every_benchmark_parses_its_options(script: str) -> None:
     assert "--help" in _run(script, "--help", timeout=60)
@@ -38,10 +48,7 @@ def test_changefeed_benchmark_runs() -> None:
 def test_verify_benchmark_answers_right_on_a_small_table(mysql: MySQLServer, database: str, spark: Any,
                                                          tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # In this process on the shared MariaDB and Spark session: bench/verify.py's own would be a second JVM.
-    spec = importlib.util.spec_from_file_location("bench_verify", BENCH / "verify.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = _bench_module("verify.py")
     assert bench.run(spark, mysql, database, tmp_path, rows=2000, chunk_size=300, baseline_rounds=1)
     out = capsys.readouterr().out
     assert "verify, equal table" in out and "1 changed, 1 extra, 1 missing" in out and "UNEXPECTED" not in out
@@ -51,11 +58,7 @@ def test_pipeline_benchmark_sees_rows_in_the_delta_log_as_spark_reads_them(spark
     """bench/pipeline.py's freshness poller reads Delta's transaction log instead of querying the table: it
     must report the newest key Spark itself reads, commit by commit, under column mapping (as the pipeline's
     tables have it), where the log's statistics name columns by their physical names."""
-    spec = importlib.util.spec_from_file_location("bench_pipeline", BENCH / "pipeline.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclasses look their module up there
-    spec.loader.exec_module(bench)
+    bench = _bench_module("pipeline.py")
     path = tmp_path / "live"
     spark.sql(f"CREATE TABLE delta.`{path}` (v STRING, id INT) USING delta "
               "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
