@@ -200,15 +200,22 @@ class TcpController:
 @click.option("--max-record-bytes-between-snapshots", type=click.IntRange(min=1), default=DEFAULT_SNAPSHOT_BYTES,
               show_default=True, help="metadata.log.max.record.bytes.between.snapshots: snapshot after this many "
               "bytes of applied records.")
+@click.option("--election-timeout-ms", type=click.IntRange(min=50), default=1000, show_default=True,
+              help="controller.quorum.election.timeout.ms (Kafka's default): a follower that hears no leader "
+              "for a random time between this and twice this starts an election.")
 def main(node_id: int, voters: str, data_dir: Path, session_timeout_ms: int,
-         max_record_bytes_between_snapshots: int) -> None:
+         max_record_bytes_between_snapshots: int, election_timeout_ms: int) -> None:
     """Run one controller quorum member."""
     logging.basicConfig(level=logging.INFO)
     parsed = parse_voters(voters)
     if node_id not in parsed:
         raise click.BadParameter(f"--node-id {node_id} is not among the voters {sorted(parsed)}")
+    # Heartbeats at a tenth of the election timeout, as the cluster node does: a loaded machine that
+    # stalls a process for a few hundred milliseconds must not depose a healthy leader.
     node = TcpController(node_id, parsed, data_dir, session_timeout_ms=session_timeout_ms,
-                         max_record_bytes_between_snapshots=max_record_bytes_between_snapshots)
+                         max_record_bytes_between_snapshots=max_record_bytes_between_snapshots,
+                         election_timeout_ms=(election_timeout_ms, 2 * election_timeout_ms),
+                         heartbeat_ms=max(10, election_timeout_ms // 10))
 
     async def go() -> None:
         stop = asyncio.Event()

@@ -59,6 +59,22 @@ class Quorum:
             time.sleep(0.02)
         raise AssertionError(f"no controller leader among {among} within {timeout}s")
 
+    def registered(self) -> int:
+        """How many brokers the active controller knows (registrations are applied once committed)."""
+        return len((self.status(self.wait_leader(set(self.ports))) or {}).get("brokers", {}))
+
+    def on_leader(self, req: dict[str, Any], timeout: float = 10.0) -> tuple[dict[str, Any], int]:
+        """Send a write to the active controller, as a Kafka client does: on NOT_CONTROLLER (leadership
+        moved between finding the leader and asking it; the controller refuses before appending, so
+        asking again is safe) find the leader again. Returns the answer and who gave it."""
+        end = time.monotonic() + timeout
+        while True:
+            lead = self.wait_leader(set(self.ports), timeout)
+            reply = call(self.ports[lead], req)
+            if reply.get("error") != "NOT_CONTROLLER" or time.monotonic() > end:
+                return reply, lead
+            time.sleep(0.05)
+
     def stop_all(self) -> None:
         for p in self.procs.values():
             if p.poll() is None:
@@ -90,14 +106,14 @@ def until(pred: Any, timeout: float = 10.0) -> None:
 
 
 def test_three_processes_elect_replicate_and_fail_over(quorum: Quorum) -> None:
-    lead = quorum.wait_leader({1, 2, 3})
-    port = quorum.ports[lead]
     for b in (1, 2, 3):
-        assert call(port, {"op": "register", "broker_id": b, "host": "127.0.0.1", "port": 9090 + b})["ok"]
-    until(lambda: len((quorum.status(lead) or {}).get("brokers", {})) == 3)  # registrations committed
-    bad = call(port, {"op": "create_topic", "name": "big", "partitions": 1, "replication_factor": 4})
+        assert quorum.on_leader({"op": "register", "broker_id": b, "host": "127.0.0.1", "port": 9090 + b})[0]["ok"]
+    until(lambda: quorum.registered() == 3)
+    bad, _ = quorum.on_leader({"op": "create_topic", "name": "big", "partitions": 1, "replication_factor": 4})
     assert bad["error"] == "INVALID_REPLICATION_FACTOR"
-    assert call(port, {"op": "create_topic", "name": "t", "partitions": 3, "replication_factor": 3})["ok"]
+    created, lead = quorum.on_leader({"op": "create_topic", "name": "t", "partitions": 3, "replication_factor": 3})
+    assert created["ok"], created
+    port = quorum.ports[lead]
     follower = next(n for n in (1, 2, 3) if n != lead)
     answers: list[Any] = []
 
@@ -159,12 +175,14 @@ def test_a_restarted_voter_catches_up_through_the_leaders_snapshot(tmp_path: Pat
     for n in (1, 2, 3):
         quorum.start(n)
     try:
-        lead = quorum.wait_leader({1, 2, 3})
-        port = quorum.ports[lead]
         for b in (1, 2, 3):
-            assert call(port, {"op": "register", "broker_id": b, "host": "127.0.0.1", "port": 9090 + b})["ok"]
-        until(lambda: len((quorum.status(lead) or {}).get("brokers", {})) == 3)  # registrations committed
-        assert call(port, {"op": "create_topic", "name": "gone", "partitions": 2, "replication_factor": 3})["ok"]
+            assert quorum.on_leader({"op": "register", "broker_id": b, "host": "127.0.0.1",
+                                     "port": 9090 + b})[0]["ok"]
+        until(lambda: quorum.registered() == 3)
+        created, lead = quorum.on_leader({"op": "create_topic", "name": "gone", "partitions": 2,
+                                          "replication_factor": 3})
+        assert created["ok"], created
+        port = quorum.ports[lead]
         lagger = next(n for n in (1, 2, 3) if n != lead)
         until(lambda: "gone" in (quorum.status(lagger) or {}).get("topics", {}))
         behind = (quorum.status(lagger) or {})["last_index"]
