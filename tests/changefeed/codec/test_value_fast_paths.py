@@ -6,6 +6,7 @@ this checks the per-type shortcuts did not drift from them."""
 from __future__ import annotations
 
 import datetime
+import json
 import random
 from collections.abc import Callable
 from decimal import Decimal
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from changefeed.codec.values import _base_type, _general_formatter, value_formatter
+from changefeed.codec.values import _base_type, _general_formatter, _json_text, value_formatter
 from changefeed.model import Column
 
 UTC = datetime.UTC
@@ -90,3 +91,60 @@ def test_double_text_is_gos_shortest_float64_text(stored: float, text: str) -> N
     the fewest digits that read back as the same double, never in exponent form, no ".0" on a whole number.
     The encoder used to write "1.0" for 1 (Python's repr)."""
     assert value_formatter(Column("g", "double", "double"))(stored) == text
+
+
+def _reference_datetime_text(value: datetime.datetime, fsp: int | None) -> str:
+    """Field by field, with the offset subtracted by hand: no isoformat, no astimezone."""
+    offset = value.utcoffset()
+    if offset is not None:
+        value = value.replace(tzinfo=None) - offset
+    text = (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
+            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}")
+    return text + ("." + str(value.microsecond).rjust(6, "0")[:fsp] if fsp else "")
+
+
+def test_datetime_text_is_the_fields_in_utc_cut_to_the_columns_digits() -> None:
+    """The DATETIME/TIMESTAMP text (one isoformat call, cut; aware values other than UTC converted) against
+    the fields printed one by one, over naive values, UTC ones and zones either side of UTC."""
+    rng = random.Random(11)
+    zones = [None, UTC, datetime.timezone(datetime.timedelta(hours=-8)),
+             datetime.timezone(datetime.timedelta(hours=5, minutes=45)), datetime.timezone(datetime.timedelta(0))]
+    for _ in range(3000):
+        value = _moment(rng).replace(tzinfo=rng.choice(zones), year=rng.choice([2, 1000, 2026, 9998]))
+        fsp = rng.choice([None, 0, 1, 2, 3, 4, 5, 6])
+        column = Column("ts", "timestamp", "timestamp", fsp=fsp)
+        assert value_formatter(column)(value) == _reference_datetime_text(value, fsp), (value, fsp)
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> str:
+    kind = rng.randrange(9 if depth < 3 else 6)
+    if kind == 0:  # integers at and past the 64-bit edges, where orjson turns to floats
+        edge = rng.choice([0, 2**31, 2**53, 2**63, 2**64, 10**19, 10**25])
+        return str(rng.choice([1, -1]) * (edge + rng.randint(-2, 2)))
+    if kind == 1:
+        return f"{rng.uniform(-10, 10)!r}e{rng.randint(-330, 310)}"  # subnormals and overflow too
+    if kind == 2:
+        return rng.choice(["1e400", "-1E-400", "NaN", "Infinity", "-0", "-0.0", "1.5e3", "0.1000000000000000055511"])
+    if kind == 3:
+        return rng.choice(["true", "false", "null", '""', "[]", "{}"])
+    if kind in (4, 5):
+        chars = [rng.choice('aZé€😀"\\/<>&\u2028\t\n') for _ in range(rng.randint(0, 6))]
+        return json.dumps("".join(chars), ensure_ascii=rng.random() < 0.5)
+    if kind == 6:
+        return "[" + ", ".join(_random_json(rng, depth + 1) for _ in range(rng.randint(0, 4))) + "]"
+    keys = [rng.choice(["a", "B", "é", "z", "10", "2", ""]) for _ in range(rng.randint(0, 4))]  # duplicates too
+    return "{" + ",".join(f"{json.dumps(k)}:{_random_json(rng, depth + 1)}" for k in keys) + "}"
+
+
+def test_json_text_is_what_pythons_parser_reads() -> None:
+    """JSON columns are parsed with orjson when it can: the text must be the one Python's parser gives (it
+    decided before), on integers past 64 bits, NaN, 1e400, duplicate keys, escapes and text that is not JSON."""
+    rng = random.Random(5)
+    texts = [_random_json(rng) for _ in range(4000)]
+    texts += ['"\\ud800"', "[1,]", "not json", '"\x00"', "18446744073709551616"]
+    for text in texts:
+        try:
+            expected = json.dumps(json.loads(text), ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+        except ValueError:
+            expected = text
+        assert _json_text(text) == expected, text
