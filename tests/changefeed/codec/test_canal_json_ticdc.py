@@ -5,6 +5,7 @@ docs = github.com/pingcap/docs ticdc/ticdc-canal-json.md.
 """
 
 import datetime
+import random
 
 import orjson
 
@@ -245,3 +246,30 @@ def test_each_go_escape_is_applied_on_its_own_and_other_backslash_pairs_are_kept
         assert dumps({"s": f'{{"k": "{text}"}}'}) == b'{"s":"{\\"k\\": \\"' + escaped + b'\\"}"}', text
     kept = {"s": '{"a\\\\b": "x\\\\f\\n"}'}
     assert dumps(kept) == orjson.dumps(kept)
+
+
+def _go_string(text: str) -> bytes:
+    """A string as Go's JSON writers write it, one character at a time (easyjson jwriter.String): the
+    reference for dumps, which rewrites orjson's bytes instead."""
+    short = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for char in text:
+        if char in short:
+            out.append(short[char])
+        elif ord(char) < 0x20 or char in "<>&\u2028\u2029":
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return ('"' + "".join(out) + '"').encode()
+
+
+def test_dumps_escapes_random_strings_as_go_does() -> None:
+    """Random strings heavy in what is rewritten (and in backslashes before `b` and `f`, which must stay
+    pairs), alone and several in one message, against the character-by-character reference."""
+    rng = random.Random(3)
+    alphabet = ["<", ">", "&", "\u2028", "\u2029", "\x08", "\x0c", "\\", "b", "f", "\"", "\n", "\x01", "é", "€", "a"]
+    for _ in range(3000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 3))]
+        message = {f"k{i}": text for i, text in enumerate(texts)}
+        expected = b"{" + b",".join(b'"k%d":' % i + _go_string(text) for i, text in enumerate(texts)) + b"}"
+        assert dumps(message) == expected, texts
