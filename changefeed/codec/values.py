@@ -6,6 +6,7 @@ integer; unsigned integers promote their java.sql.Types code when the value leav
 """
 
 import datetime
+import enum
 import json
 import re
 from collections.abc import Callable
@@ -181,19 +182,38 @@ def value_text(column: Column, value: Value) -> str | None:
     return value_formatter(column)(value)
 
 
+class FastPath(enum.Enum):
+    """A column whose commonest value needs one type test for its text: an `int` is `str(value)`
+    (INTEGER), a `str` is itself (STRING). row_text.py inlines these tests; value_formatter has them too."""
+
+    INTEGER = "int"
+    STRING = "str"
+    NONE = "none"
+
+
+def fast_path(column: Column) -> FastPath:
+    name = _base_type(column)
+    if name in _INTEGER_CODES or name == "year":
+        return FastPath.INTEGER
+    if name in _PLAIN_STRING_TYPES and not column.is_binary:
+        return FastPath.STRING
+    return FastPath.NONE
+
+
 def value_formatter(column: Column) -> Formatter:
     """The column's value -> text function, chosen once per table schema (the encoder caches it):
     the common cases (integers, non-binary strings) get a one-test fast path, everything else the
     full dispatch on the value's Python type, with the column's facts looked up once."""
     name = _base_type(column)
     general = _general_formatter(column, name)
-    if name in _INTEGER_CODES or name == "year":
+    fast = fast_path(column)
+    if fast is FastPath.INTEGER:
 
         def integer(value: Value) -> str | None:
             return str(value) if type(value) is int else None if value is None else general(value)
 
         return integer
-    if name in _PLAIN_STRING_TYPES and not column.is_binary:
+    if fast is FastPath.STRING:
 
         def string(value: Value) -> str | None:
             return value if type(value) is str or value is None else general(value)
