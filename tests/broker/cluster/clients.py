@@ -217,8 +217,14 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
     assert not broker_twice, (f"{len(broker_twice)} writes appear more than once, (partition, offset) each: "
                               f"{sorted(broker_twice.items())[:5]}")
     for p, records in got.items():
-        order = [seq for _, seq in records]
-        assert order == sorted(order), f"partition {p} is out of produce order"
+        inversions = [(a, b) for a, b in itertools.pairwise(records) if a[1] > b[1]]
+        if inversions:
+            (o1, s1), (o2, s2) = inversions[0]
+            stamped = epochs(p, [o1, o2]) if epochs else {}
+            raise AssertionError(
+                f"partition {p} is out of produce order at {len(inversions)} places; first: write {s1} at offset "
+                f"{o1} (producer epoch {stamped.get(o1)}) before write {s2} at offset {o2} (epoch {stamped.get(o2)}); "
+                f"records around it: {records[max(0, records.index((o1, s1)) - 5):records.index((o1, s1)) + 6]}")
     stored = {(p, offset, seq) for p, records in got.items() for offset, seq in records}
     missing = [(p, o, s) for p, o, s, *_ in acked if (p, o, s) not in stored]
     assert not missing, f"{len(missing)} acknowledged writes lost or moved, e.g. {missing[:5]}"

@@ -82,8 +82,8 @@ def test_seeded_nemesis_loses_no_acknowledged_write(cluster: Cluster, seed: int)
     try:
         until(lambda: len(writer.acked) >= 100, 60, "first acknowledgements")
         nemesis.run(rounds)
+        check_nothing_lost(cluster, topic, writer)
     except BaseException:
         writer.stop()
         print("\n".join(nemesis.history))
         raise
-    check_nothing_lost(cluster, topic, writer)
