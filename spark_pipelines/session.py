@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +35,32 @@ LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",  # the transforms read canal-JSON times in source_time_zone
     "spark.ui.showConsoleProgress": "false",  # the progress bar garbles the one line per micro-batch
 }
+
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\d+)?\])?")
+
+
+def local_parallelism_conf(master: str) -> dict[str, str]:
+    """Shuffle and Delta state-reconstruction partitions sized to a local master's cores; nothing for
+    any other master (a cluster's operators size their own).
+
+    Spark's defaults are for clusters: `spark.sql.shuffle.partitions` 200 and Delta's
+    `spark.databricks.delta.snapshotPartitions` 50 (DeltaSQLConf), so every MERGE, every batch summary and
+    every snapshot of a table after a commit ran 50-200 tasks of a few rows each on `local[2]`'s two
+    threads: a warm 3-table micro-batch took 2.4x as long as with two partitions (docs/benchmarks.md,
+    "Issue 22, seventh round"). One partition per core keeps both busy; adaptive execution (on by default)
+    still splits a skewed join."""
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if match is None:
+        return {}
+    given = match.group(1)
+    if given is None:
+        cores = 1
+    elif given == "*":
+        cores = os.cpu_count() or 1
+    else:
+        cores = max(1, int(given))
+    return {"spark.sql.shuffle.partitions": str(cores), "spark.databricks.delta.snapshotPartitions": str(cores)}
 
 
 def under_spark_submit() -> bool:
@@ -72,6 +99,12 @@ def _fill_runtime_conf(spark: Any, conf: Mapping[str, str]) -> None:
                         "--conf %s=%s", key, key, value)
 
 
+def started_session_conf(conf: Mapping[str, str], master: str) -> dict[str, str]:
+    """What a session we start is given, later entries winning: packages, our defaults, the local
+    partition sizing, then the YAML's `spark.conf`."""
+    return {**package_conf(), **LOCAL_DEFAULTS, **local_parallelism_conf(master), **conf}
+
+
 def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -84,7 +117,7 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", **conf}
     spark_conf = SparkConf(loadDefaults=True).setMaster(master).setAppName(app_name)
-    for key, value in {**package_conf(), **LOCAL_DEFAULTS, **conf}.items():
+    for key, value in started_session_conf(conf, master).items():
         spark_conf.set(key, value)
     output = JvmOutput.start()
     try:
@@ -94,4 +127,6 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
     SparkContext(conf=spark_conf, gateway=gateway)
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    shuffle, snapshot = (spark.conf.get(key) for key in local_parallelism_conf("local"))
+    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions", master, shuffle, snapshot)
     return spark
