@@ -201,7 +201,7 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
         for offset, seq in records:
             where.setdefault(seq, []).append((p, offset))
     twice = {seq: places for seq, places in where.items() if len(places) > 1}
-    reports = []
+    reports, resent = [], {}  # resent: (partition, offset) of a re-sent write's earlier copy -> its last copy
     for seq, places in sorted(twice.items()):
         partitions = {p for p, _ in places}
         if epochs is None or len(partitions) > 1:
@@ -212,11 +212,24 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
         if -1 not in epochs_in_order and all(a < b for a, b in itertools.pairwise(epochs_in_order)):
             reports.append(f"write {seq} stored again by the client's re-send under a bumped producer epoch: "
                            f"partition {places[0][0]} offsets {offsets}, producer epochs {epochs_in_order}")
+            resent.update({(places[0][0], o): offsets[-1] for o in offsets[:-1]})
             del where[seq]
     broker_twice = {seq: where[seq] for seq in twice if seq in where}
     assert not broker_twice, (f"{len(broker_twice)} writes appear more than once, (partition, offset) each: "
                               f"{sorted(broker_twice.items())[:5]}")
-    for p, records in got.items():
+    for p, all_records in got.items():
+        # A re-sent batch of several writes puts its writes in the log twice, [5, 6, 5, 6]: the order that
+        # must hold is the one of the copies the client was answered for, the re-sent (last) ones.
+        # The client re-sends the block it was not answered for, so between a write's two copies stands only
+        # that block: earlier copies, or the last copies of re-sent writes.
+        seq_at = dict(all_records)
+        lasts = {o: last for (q, o), last in resent.items() if q == p}
+        repeated = {seq_at.get(last) for last in lasts.values()}
+        for offset, last in lasts.items():
+            stray = [o for o in range(offset + 1, last) if o in seq_at and o not in lasts and seq_at[o] not in repeated]
+            assert not stray, (f"partition {p}: write {seq_at[stray[0]]} at offset {stray[0]} stands between the two "
+                               f"copies of re-sent write {seq_at[offset]} (offsets {offset} and {last}): not a re-send")
+        records = [(offset, seq) for offset, seq in all_records if (p, offset) not in resent]
         inversions = [(a, b) for a, b in itertools.pairwise(records) if a[1] > b[1]]
         if inversions:
             (o1, s1), (o2, s2) = inversions[0]

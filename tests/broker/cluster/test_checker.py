@@ -23,7 +23,7 @@ def _segment(tmp_path: Path, writes: list[tuple[int, int]]) -> Path:
         patch_batch(batch, next(iter_batches(batch)), offset, leader_epoch=1)
         data += batch
     directory = tmp_path / f"{TOPIC}-0"
-    directory.mkdir()
+    directory.mkdir(parents=True)
     (directory / "00000000000000000000.log").write_bytes(data)
     return tmp_path
 
@@ -57,3 +57,21 @@ def test_without_epochs_every_duplicate_fails_and_a_lost_acknowledged_write_fail
         check_exactly_once_in_order([], {0: [(0, 1), (1, 1)]})
     with pytest.raises(AssertionError, match="1 acknowledged writes lost or moved"):
         _check(tmp_path, [(1, 0), (2, 0), (2, 1)], {1: 0, 2: 2, 3: 3})
+
+
+def test_a_re_sent_batch_of_several_writes_keeps_the_order_of_its_acknowledged_copies(tmp_path: Path) -> None:
+    """librdkafka re-sends every write of the batch it was not answered for: [1, 2, 3] under epoch 0, then
+    [2, 3, 4] under epoch 1; the log reads 1 2 3 2 3 4 and the answered copies 1 2 3 4 are in order."""
+    reports = _check(tmp_path, [(1, 0), (2, 0), (3, 0), (2, 1), (3, 1), (4, 1)], {1: 0, 2: 3, 3: 4, 4: 5})
+    assert [r.split(":")[0] for r in reports] == ["write 2 stored again by the client's re-send under a bumped "
+                                                  "producer epoch", "write 3 stored again by the client's re-send "
+                                                  "under a bumped producer epoch"]
+
+
+def test_writes_out_of_produce_order_fail_with_the_first_inversion(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"out of produce order at 1 places; first: write 3 at offset 1 "
+                                             r"\(producer epoch 0\) before write 2 at offset 2"):
+        _check(tmp_path, [(1, 0), (3, 0), (2, 0), (4, 0)], {1: 0, 3: 1, 2: 2, 4: 3})
+    # A re-send does not excuse an inversion among the earlier copies.
+    with pytest.raises(AssertionError, match="write 2 at offset 2 stands between the two copies of re-sent write 3"):
+        _check(tmp_path / "resent", [(1, 0), (3, 0), (2, 0), (3, 1), (4, 1)], {1: 0, 2: 2, 3: 3, 4: 4})
