@@ -178,6 +178,22 @@ def producer_epochs(data_dir: Path, topic: str, partition: int, offsets: Iterabl
     return found
 
 
+def batches_around(data_dir: Path, topic: str, partition: int, first: int, last: int) -> list[str]:
+    """The batches of a node's segment files that hold offsets first..last: offsets, leader epoch, producer
+    id and epoch, base sequence (to tell a client's re-send from a broker's reordering after a failure)."""
+    found = []
+    for log in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
+        fd = os.open(log, os.O_RDONLY)
+        try:
+            for h in scan(fd, 0, os.fstat(fd).st_size, verify=False):
+                if h.base_offset <= last and h.base_offset + h.last_offset_delta >= first:
+                    found.append(f"{h.base_offset}-{h.base_offset + h.last_offset_delta} leader epoch {h.leader_epoch} "
+                                 f"producer {h.producer_id}/{h.producer_epoch} seq {h.base_sequence}")
+        finally:
+            os.close(fd)
+    return found
+
+
 # Where a duplicate may come from the client and not the broker. librdkafka (issue 4953: "Sporadic message
 # duplication during leader transition with idempotent producer", confirmed by its maintainers) bumps the
 # producer epoch of the whole idempotent producer when a pipelined request on one partition gets
@@ -188,13 +204,15 @@ EpochsOf = Callable[[int, list[int]], dict[int, int]]
 
 
 def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int, int]]],
-                                epochs: EpochsOf | None = None) -> list[str]:
+                                epochs: EpochsOf | None = None,
+                                explain: Callable[[int, int, int], str] | None = None) -> list[str]:
     """Every acknowledged write is in the log once, at the offset its acknowledgement named; each partition
     holds its writes in the order they were produced (seq increasing); no write appears twice.
 
     With `epochs` (partition, offsets -> producer epoch of each), a write stored again by a later producer
     epoch of the same partition (the client's re-send after an epoch bump, above) is reported, not failed;
     a write stored twice within one producer epoch (the broker's idempotence failing) always fails.
+    `explain` (partition, first offset, last offset -> text) is added to an out-of-order failure.
     Returns the reports."""
     where: dict[int, list[tuple[int, int]]] = {}
     for p, records in got.items():
@@ -237,7 +255,8 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
             raise AssertionError(
                 f"partition {p} is out of produce order at {len(inversions)} places; first: write {s1} at offset "
                 f"{o1} (producer epoch {stamped.get(o1)}) before write {s2} at offset {o2} (epoch {stamped.get(o2)}); "
-                f"records around it: {records[max(0, records.index((o1, s1)) - 5):records.index((o1, s1)) + 6]}")
+                f"records around it: {records[max(0, records.index((o1, s1)) - 5):records.index((o1, s1)) + 6]}"
+                + (f"; {explain(p, o1 - 5, o2 + 5)}" if explain else ""))
     stored = {(p, offset, seq) for p, records in got.items() for offset, seq in records}
     missing = [(p, o, s) for p, o, s, *_ in acked if (p, o, s) not in stored]
     assert not missing, f"{len(missing)} acknowledged writes lost or moved, e.g. {missing[:5]}"

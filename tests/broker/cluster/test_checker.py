@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.protocol.records import iter_batches, patch_batch
-from tests.broker.cluster.clients import check_exactly_once_in_order, producer_epochs
+from tests.broker.cluster.clients import batches_around, check_exactly_once_in_order, producer_epochs
 from tests.broker.storage.batches import record_batch
 
 TOPIC = "t"
@@ -33,7 +33,8 @@ def _check(tmp_path: Path, writes: list[tuple[int, int]], acked_offsets: dict[in
     got = {0: [(offset, seq) for offset, (seq, _) in enumerate(writes)]}
     acked = [(0, offset, seq, 0.0, 0.0) for seq, offset in acked_offsets.items()]
     return check_exactly_once_in_order(
-        acked, got, epochs=lambda partition, offsets: producer_epochs(data_dir, TOPIC, partition, offsets))
+        acked, got, epochs=lambda partition, offsets: producer_epochs(data_dir, TOPIC, partition, offsets),
+        explain=lambda partition, first, last: str(batches_around(data_dir, TOPIC, partition, first, last)))
 
 
 def test_a_write_stored_again_under_a_later_producer_epoch_is_reported(tmp_path: Path) -> None:
@@ -70,7 +71,8 @@ def test_a_re_sent_batch_of_several_writes_keeps_the_order_of_its_acknowledged_c
 
 def test_writes_out_of_produce_order_fail_with_the_first_inversion(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"out of produce order at 1 places; first: write 3 at offset 1 "
-                                             r"\(producer epoch 0\) before write 2 at offset 2"):
+                                             r"\(producer epoch 0\) before write 2 at offset 2.*"
+                                             r"'2-2 leader epoch 1 producer 9000/0 seq 2'"):
         _check(tmp_path, [(1, 0), (3, 0), (2, 0), (4, 0)], {1: 0, 3: 1, 2: 2, 4: 3})
     # A re-send does not excuse an inversion among the earlier copies.
     with pytest.raises(AssertionError, match="write 2 at offset 2 stands between the two copies of re-sent write 3"):

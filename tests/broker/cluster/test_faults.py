@@ -19,6 +19,7 @@ import pytest
 
 from tests.broker.cluster.clients import (
     Writer,
+    batches_around,
     check_exactly_once_in_order,
     consume_all,
     create_topic,
@@ -42,7 +43,11 @@ def check_nothing_lost(cluster: Cluster, topic: str, writer: Writer) -> None:
             found = producer_epochs(cluster.data_dir(node), topic, partition, offsets) | found
         return found
 
-    resent = check_exactly_once_in_order(writer.acked, views[0], epochs=epochs)
+    def explain(partition: int, first: int, last: int) -> str:
+        return "; ".join(f"node {n}'s batches: {batches_around(cluster.data_dir(n), topic, partition, first, last)}"
+                         for n in cluster.node_ids)
+
+    resent = check_exactly_once_in_order(writer.acked, views[0], epochs=epochs, explain=explain)
     assert views[0] == views[1], "consumers reading through two brokers disagree on the log"
     assert not writer.failed, f"{len(writer.failed)} writes failed, not waiting out the faults: {writer.failed[:3]}"
     print("\n".join(f"{cluster.name}: {line} (librdkafka issue 4953)" for line in resent))
