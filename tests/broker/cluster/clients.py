@@ -9,7 +9,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from broker.protocol.records import BatchHeader
 from broker.storage.segment import scan
 from tests.broker.cluster.harness import until
 
@@ -163,35 +164,33 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 30) -> dict[int, li
     return got
 
 
-def producer_epochs(data_dir: Path, topic: str, partition: int, offsets: Iterable[int]) -> dict[int, int]:
-    """The producer epoch of the batch holding each offset, read from a node's segment files (Kafka's on-disk
-    format: the same for our broker and for the Apache Kafka reference)."""
-    wanted, found = set(offsets), {}
+def _batches(data_dir: Path, topic: str, partition: int) -> Iterator[BatchHeader]:
+    """The batch headers of a node's partition, from its segment files (Kafka's on-disk format: the same for
+    our broker and for the Apache Kafka reference)."""
     for log in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
         fd = os.open(log, os.O_RDONLY)
         try:
-            for header in scan(fd, 0, os.fstat(fd).st_size, verify=False):
-                last = header.base_offset + header.last_offset_delta
-                found.update({o: header.producer_epoch for o in wanted if header.base_offset <= o <= last})
+            yield from scan(fd, 0, os.fstat(fd).st_size, verify=False)
         finally:
             os.close(fd)
+
+
+def producer_epochs(data_dir: Path, topic: str, partition: int, offsets: Iterable[int]) -> dict[int, int]:
+    """The producer epoch of the batch holding each offset, read from a node's segment files."""
+    wanted, found = set(offsets), {}
+    for header in _batches(data_dir, topic, partition):
+        last = header.base_offset + header.last_offset_delta
+        found.update({o: header.producer_epoch for o in wanted if header.base_offset <= o <= last})
     return found
 
 
 def batches_around(data_dir: Path, topic: str, partition: int, first: int, last: int) -> list[str]:
     """The batches of a node's segment files that hold offsets first..last: offsets, leader epoch, producer
     id and epoch, base sequence (to tell a client's re-send from a broker's reordering after a failure)."""
-    found = []
-    for log in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
-        fd = os.open(log, os.O_RDONLY)
-        try:
-            for h in scan(fd, 0, os.fstat(fd).st_size, verify=False):
-                if h.base_offset <= last and h.base_offset + h.last_offset_delta >= first:
-                    found.append(f"{h.base_offset}-{h.base_offset + h.last_offset_delta} leader epoch {h.leader_epoch} "
-                                 f"producer {h.producer_id}/{h.producer_epoch} seq {h.base_sequence}")
-        finally:
-            os.close(fd)
-    return found
+    return [f"{h.base_offset}-{h.base_offset + h.last_offset_delta} leader epoch {h.leader_epoch} "
+            f"producer {h.producer_id}/{h.producer_epoch} seq {h.base_sequence}"
+            for h in _batches(data_dir, topic, partition)
+            if h.base_offset <= last and h.base_offset + h.last_offset_delta >= first]
 
 
 # Where a duplicate may come from the client and not the broker. librdkafka (issue 4953: "Sporadic message
