@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from typing import Any
 
@@ -54,6 +55,31 @@ def _poll_once(consumer: Consumer, committed: list[tuple[int, int]]) -> None:
     committed.append((message.partition(), message.offset()))
 
 
+class _Member:
+    """One group member polling in its own thread, as an application runs each consumer. One thread polling
+    every member deadlocked under load: a member's synchronous commit waits behind its own JoinGroup on the
+    coordinator connection (the broker answers a connection's requests in order, as Kafka does), and that
+    JoinGroup waits for another member to rejoin, which needs its poll() to hand over revoked partitions."""
+
+    def __init__(self, broker: BrokerProcess, group: str, assignor: str, topic: str,
+                 committed: list[tuple[int, int]]) -> None:
+        self.consumer = _consumer(broker, group, assignor)
+        self.consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(committed,), daemon=True)
+        self._thread.start()
+
+    def _run(self, committed: list[tuple[int, int]]) -> None:
+        while not self._stop.is_set():
+            _poll_once(self.consumer, committed)
+        self.consumer.close()
+
+    def leave(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        assert not self._thread.is_alive(), "a member did not leave the group within 60 s"
+
+
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_three_members_join_and_leave_without_loss_or_duplicates(
     broker: BrokerProcess, topic_name: str, assignor: str
@@ -61,24 +87,23 @@ def test_three_members_join_and_leave_without_loss_or_duplicates(
     _fill(broker, topic_name)
     group = f"g-{topic_name}"
     committed: list[tuple[int, int]] = []
-    members: list[Consumer] = [_consumer(broker, group, assignor)]
-    members[0].subscribe([topic_name])
+    members = [_Member(broker, group, assignor, topic_name, committed)]
     # Timeline by progress: join a 2nd and a 3rd member, then two leave; the last one finishes.
     steps = {100: "join", 250: "join", 450: "leave", 600: "leave"}
     deadline = time.monotonic() + 60
-    while len(committed) < MESSAGES and time.monotonic() < deadline:
-        for consumer in list(members):
-            _poll_once(consumer, committed)
-        for threshold, action in list(steps.items()):
-            if len(committed) >= threshold:
-                del steps[threshold]
-                if action == "join":
-                    members.append(_consumer(broker, group, assignor))
-                    members[-1].subscribe([topic_name])
-                else:
-                    members.pop(0).close()
-    for consumer in members:
-        consumer.close()
+    try:
+        while len(committed) < MESSAGES and time.monotonic() < deadline:
+            time.sleep(0.01)
+            for threshold, action in list(steps.items()):
+                if len(committed) >= threshold:
+                    del steps[threshold]
+                    if action == "join":
+                        members.append(_Member(broker, group, assignor, topic_name, committed))
+                    else:
+                        members.pop(0).leave()
+    finally:
+        for member in members:
+            member.leave()
     assert not steps, f"consumption stalled before steps {steps}"
     assert len(committed) == len(set(committed)), "a committed message was consumed twice"
     per_partition = {p: sorted(o for q, o in committed if q == p) for p in range(PARTITIONS)}
