@@ -47,7 +47,7 @@ def local_parallelism_conf(master: str) -> dict[str, str]:
     Spark's defaults are for clusters: `spark.sql.shuffle.partitions` 200 and Delta's
     `spark.databricks.delta.snapshotPartitions` 50 (DeltaSQLConf), so every MERGE, every batch summary and
     every snapshot of a table after a commit ran 50-200 tasks of a few rows each on `local[2]`'s two
-    threads: a warm 3-table micro-batch took 2.4x as long as with two partitions (docs/benchmarks.md,
+    threads: a warm 3-table micro-batch took about twice as long as with two partitions (docs/benchmarks.md,
     "Issue 22, seventh round"). One partition per core keeps both busy; adaptive execution (on by default)
     still splits a skewed join."""
     match = _LOCAL_MASTER.fullmatch(master.strip())
