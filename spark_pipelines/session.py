@@ -37,6 +37,8 @@ LOCAL_DEFAULTS = {
 }
 
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\d+)?\])?")
 
 
@@ -60,7 +62,7 @@ def local_parallelism_conf(master: str) -> dict[str, str]:
         cores = os.cpu_count() or 1
     else:
         cores = max(1, int(given))
-    return {"spark.sql.shuffle.partitions": str(cores), "spark.databricks.delta.snapshotPartitions": str(cores)}
+    return {SHUFFLE_PARTITIONS: str(cores), SNAPSHOT_PARTITIONS: str(cores)}
 
 
 def under_spark_submit() -> bool:
@@ -127,6 +129,6 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
     SparkContext(conf=spark_conf, gateway=gateway)
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    shuffle, snapshot = (spark.conf.get(key) for key in local_parallelism_conf("local"))
-    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions", master, shuffle, snapshot)
+    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions", master,
+             spark.conf.get(SHUFFLE_PARTITIONS), spark.conf.get(SNAPSHOT_PARTITIONS))
     return spark

@@ -9,7 +9,7 @@ import pytest
 
 from spark_pipelines.session import LOCAL_DEFAULTS, local_parallelism_conf, started_session_conf
 
-SHUFFLE, SNAPSHOT = "spark.sql.shuffle.partitions", "spark.databricks.delta.snapshotPartitions"
+SHUFFLE, SNAPSHOT = "spark.sql.shuffle.partitions", "spark.databricks.delta.snapshotPartitions"  # Spark's names
 
 
 @pytest.mark.parametrize(("master", "cores"), [

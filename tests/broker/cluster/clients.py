@@ -235,10 +235,9 @@ def check_exactly_once_in_order(acked: list[Ack], got: dict[int, list[tuple[int,
     assert not broker_twice, (f"{len(broker_twice)} writes appear more than once, (partition, offset) each: "
                               f"{sorted(broker_twice.items())[:5]}")
     for p, all_records in got.items():
-        # A re-sent batch of several writes puts its writes in the log twice, [5, 6, 5, 6]: the order that
-        # must hold is the one of the copies the client was answered for, the re-sent (last) ones.
-        # The client re-sends the block it was not answered for, so between a write's two copies stands only
-        # that block: earlier copies, or the last copies of re-sent writes.
+        # A re-sent batch of several writes is in the log twice, [5, 6, 5, 6]: the order that must hold is the
+        # one of the copies the client was answered for (the last ones), and between a write's two copies
+        # stands only the re-sent block (earlier copies, or the last copies of re-sent writes).
         seq_at = dict(all_records)
         lasts = {o: last for (q, o), last in resent.items() if q == p}
         repeated = {seq_at.get(last) for last in lasts.values()}
