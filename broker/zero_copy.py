@@ -3,13 +3,20 @@
 Apache Kafka sends Fetch data with `FileChannel.transferTo` (sendfile) on plaintext connections and
 copies it through memory on TLS ones, where the kernel cannot encrypt; the same split here: a transport
 that exposes an `ssl_object` (or where the platform has no sendfile) gets the range's bytes written.
-Ranges under `MIN_SENDFILE_BYTES` are written too: each `loop.sendfile` call waits for the transport's
-buffer to drain and pauses reading, which costs more than copying a few kilobytes.
+
+The range goes by `os.sendfile` on the connection's socket, once the transport has nothing buffered (else
+the file bytes would overtake bytes written before them). asyncio's `loop.sendfile` does the same on its
+own loop, but uvloop (the broker's loop, broker/cli.py) does not implement it; this one path serves both.
+While the socket is full the coroutine waits for it to take more through a duplicate of its descriptor:
+both loops refuse a writer callback on a descriptor a transport owns, and the duplicate is the same socket.
+Ranges under `MIN_SENDFILE_BYTES` are written instead: a system call and, when the socket is full, a
+wait per range cost more than copying a few kilobytes into the transport's buffer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,29 +25,14 @@ from broker.log_store import FileRange
 MIN_SENDFILE_BYTES = 64 * 1024
 
 
-class _Descriptor:
-    """The file object `loop.sendfile` wants, over a descriptor the range holds open (not ours to close)."""
-
-    mode = "rb"
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return offset  # asyncio records the position it reached; ranges carry their own offsets
-
-
 def supports_sendfile(writer: asyncio.StreamWriter) -> bool:
     """Whether this connection can take file bytes straight from the page cache (plain TCP)."""
-    return writer.get_extra_info("ssl_object") is None and writer.get_extra_info("socket") is not None
+    return (hasattr(os, "sendfile") and writer.get_extra_info("ssl_object") is None
+            and writer.get_extra_info("socket") is not None)
 
 
 async def send_parts(writer: asyncio.StreamWriter, parts: Sequence[Any], zero_copy: bool) -> None:
     """Write `parts` (bytes and `FileRange`s) in order; file ranges by sendfile when `zero_copy`."""
-    loop = asyncio.get_running_loop()
     for part in parts:
         if not isinstance(part, FileRange):
             writer.write(part)
@@ -49,10 +41,50 @@ async def send_parts(writer: asyncio.StreamWriter, parts: Sequence[Any], zero_co
             writer.write(part.read())
             continue
         await writer.drain()
-        try:
-            await loop.sendfile(writer.transport, _Descriptor(part.file.fd),  # type: ignore[arg-type]
-                                part.position, part.size,
-                                fallback=False)
-        except (asyncio.SendfileNotAvailableError, RuntimeError):
-            writer.write(part.read())  # nothing was sent by it: the native path failed before sending
+        if writer.transport.get_write_buffer_size():  # still flushing earlier parts: keep the order
+            writer.write(part.read())
+            continue
+        sent = await _sendfile(writer, part.file.fd, part.position, part.size)
+        if sent < part.size:  # a frame shorter than its length prefix would desynchronize the client
+            raise EOFError(f"segment {part.path} ended {part.size - sent} bytes short of the fetched range "
+                           f"at {part.position}; closing the connection (Kafka's FileRecords.writeTo fails so)")
     await writer.drain()
+
+
+async def _sendfile(writer: asyncio.StreamWriter, file_fd: int, position: int, size: int) -> int:
+    """Send `size` bytes of `file_fd` from `position` on the writer's socket; the count sent (short only at
+    the file's end). Connection errors propagate, as a failed transport write ends the connection."""
+    socket_fd = writer.get_extra_info("socket").fileno()
+    sent = 0
+    watched = -1
+    try:
+        while sent < size:
+            try:
+                count = os.sendfile(socket_fd, file_fd, position + sent, size - sent)
+            except BlockingIOError:
+                if watched < 0:
+                    watched = os.dup(socket_fd)
+                await _writable(watched)
+                continue
+            if count == 0:
+                break
+            sent += count
+    finally:
+        if watched >= 0:
+            os.close(watched)
+    return sent
+
+
+async def _writable(fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_writer(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)

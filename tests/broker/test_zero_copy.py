@@ -4,15 +4,19 @@ what was produced: a real BrokerServer on the disk store in this process, conflu
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
-from typing import Any
 
+import pytest
+import uvloop
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker.config import BrokerConfig
+from broker.log_store import FileRange
 from broker.server import BrokerServer
 from broker.storage.store import DiskLogStore
+from broker.zero_copy import send_parts
 from lakefeed_testing.net import free_port
 
 
@@ -41,34 +45,84 @@ def _consume(bootstrap: str, count: int) -> list[bytes]:
     return out
 
 
-def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path) -> None:
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 loop_name: str) -> None:
+    """On both event loops the broker runs on (uvloop by default, asyncio's where uvloop is missing)."""
     values = [i.to_bytes(4, "big") * 250 for i in range(600)]  # 1000 B each, ~600 kB in several batches
+    sent: list[int] = []
+    original = os.sendfile
 
-    async def main() -> tuple[list[bytes], list[int]]:
+    def counting(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        done = original(out_fd, in_fd, offset, count)
+        sent.append(done)
+        return done
+
+    monkeypatch.setattr(os, "sendfile", counting)
+
+    async def main() -> list[bytes]:
         port = free_port()
         config = BrokerConfig().with_overrides({"log.dirs": str(tmp_path), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                                                 "num.partitions": "1"})
         server = BrokerServer(config, DiskLogStore(config.data_dir))
-        loop = asyncio.get_running_loop()
-        sent: list[int] = []
-        original = loop.sendfile
-
-        async def counting(transport: Any, file: Any, offset: int = 0, count: int | None = None,
-                           *, fallback: bool = True) -> int:
-            done = await original(transport, file, offset, count, fallback=fallback)
-            sent.append(done)
-            return done
-
-        loop.sendfile = counting  # type: ignore[method-assign]
         await server.start()
         try:
             bootstrap = f"127.0.0.1:{port}"
             await asyncio.to_thread(_produce, bootstrap, values)
-            got = await asyncio.to_thread(_consume, bootstrap, len(values))
+            return await asyncio.to_thread(_consume, bootstrap, len(values))
         finally:
             await server.close()
-        return got, sent
 
-    got, sent = asyncio.run(main())
+    got = (uvloop.run if loop_name == "uvloop" else asyncio.run)(main())
     assert got == values
     assert sent and sum(sent) >= 500_000, f"sendfile carried {sum(sent)} bytes of the ~600 kB consumed"
+
+
+def test_a_socket_that_fills_up_takes_the_rest_of_the_range_when_it_drains(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range larger than the socket's buffer: sendfile stops at EAGAIN and goes on once the peer reads,
+    on both loops, and the bytes arrive whole and in order after the bytes written before them."""
+    data = os.urandom(8 << 20)
+    calls: list[int] = []
+    original = os.sendfile
+
+    def counting(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        calls.append(count)
+        return original(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", counting)
+    (tmp_path / "segment").write_bytes(data)
+
+    async def main() -> bytes:
+        received = bytearray()
+        done = asyncio.Event()
+
+        async def reader_side(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await asyncio.sleep(0.3)  # let the sender hit a full socket first
+            while len(received) < 4 + len(data):
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                received.extend(chunk)
+            done.set()
+            writer.close()
+
+        server = await asyncio.start_server(reader_side, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        descriptor = os.open(tmp_path / "segment", os.O_RDONLY)
+        try:
+            holder = type("Segment", (), {"fd": descriptor})()
+            part = FileRange(str(tmp_path / "segment"), 0, len(data), holder)
+            await send_parts(writer, [b"head", part], zero_copy=True)
+            await asyncio.wait_for(done.wait(), 30)
+        finally:
+            os.close(descriptor)
+            writer.close()
+            server.close()
+        return bytes(received)
+
+    for run in (asyncio.run, uvloop.run):
+        calls.clear()
+        assert run(main()) == b"head" + data
+        assert len(calls) > 1, "the socket never filled up: the test did not reach the wait for it to drain"

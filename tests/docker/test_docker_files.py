@@ -172,8 +172,7 @@ def test_slim_images_have_every_package_their_code_imports(image: str, extra: st
     code = [p for p in first_party if p in copied]
     imports = set().union(*(_third_party_imports(p) for p in code))
     assert imports & first_party <= copied, f"{image} image code imports packages it does not COPY"
-    optional = {"uvloop"}  # imported inside try/except ImportError
-    missing = {m for m in imports - first_party - optional if _DISTRIBUTION.get(m, m).lower() not in installed}
+    missing = {m for m in imports - first_party if _DISTRIBUTION.get(m, m).lower() not in installed}
     assert not missing, f"the {image} image lacks {missing}"
 
 
