@@ -122,7 +122,9 @@ def server(data_dir: Path, metadata_url: str | None, listen: str, server_id: str
                 " and --tls-key, or put a TLS proxy in front", host, port)
     try:
         app = build_app(store, metrics, pipeline_metrics_url=pipeline_metrics_url, auth_token=auth_token or None)
-        uvicorn.run(app, host=host, port=port, log_level="warning", **tls)
+        # asyncio's loop, named: uvicorn's "auto" would take uvloop now that the broker pins it, and this
+        # server's work is its changefeeds' threads, not HTTP (the loop change was measured for the broker).
+        uvicorn.run(app, host=host, port=port, log_level="warning", loop="asyncio", **tls)
     finally:
         owner.stop()
         store.close()
