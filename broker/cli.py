@@ -47,9 +47,11 @@ def main() -> None:
 @click.option("--log-level", default="INFO", show_default=True, help="Log level (on stderr).")
 @click.option("--log-format", type=click.Choice(logs.LOG_FORMATS), default="json", show_default=True,
               help="Log lines as JSON objects or as text (docs/configuration.md#logging).")
+@click.option("--event-loop", type=click.Choice(["auto", "uvloop", "asyncio"]), default="auto", show_default=True,
+              help="auto: uvloop where it is installed, else asyncio's loop (docs/broker.md#event-loop).")
 def start(
     data_dir: Path | None, listeners: str | None, config_file: Path | None, overrides: tuple[str, ...],
-    metrics_port: int | None, log_level: str, log_format: str,
+    metrics_port: int | None, log_level: str, log_format: str, event_loop: str,
 ) -> None:
     """Run the broker until SIGTERM or SIGINT."""
     logs.configure(log_level, log_format)
@@ -73,16 +75,22 @@ def start(
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    sys.exit(_event_loop_runner()(_serve(config, store)))
+    sys.exit(_event_loop_runner(event_loop)(_serve(config, store)))
 
 
-def _event_loop_runner() -> Any:
+def _event_loop_runner(choice: str) -> Any:
     """uvloop (a pinned dependency on Linux and macOS): libuv's loop in C reads requests and writes answers in
     fewer Python steps than asyncio's selector loop (docs/benchmarks.md, "uvloop"). Where it is not installed
-    (Windows has no build) the broker runs on asyncio's loop, and says so."""
+    (Windows has no build) `auto` runs on asyncio's loop, and says so; `uvloop` then refuses to start."""
+    if choice == "asyncio":
+        log.info("event loop: asyncio (--event-loop asyncio)")
+        return asyncio.run
     try:
         import uvloop
     except ImportError:
+        if choice == "uvloop":
+            raise click.UsageError("--event-loop uvloop: uvloop is not installed (pip install uvloop, or use "
+                                   "--event-loop auto to fall back to asyncio's loop)") from None
         log.info("event loop: asyncio (uvloop is not installed)")
         return asyncio.run
     log.info("event loop: uvloop %s", importlib.metadata.version("uvloop"))

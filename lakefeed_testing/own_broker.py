@@ -16,9 +16,10 @@ SINK_LIMIT = MESSAGE_MAX_BYTES - 1024
 
 
 class OwnBroker:
-    def __init__(self, root: Path, settings: dict[str, str] | None = None) -> None:
+    def __init__(self, root: Path, settings: dict[str, str] | None = None, event_loop: str = "auto") -> None:
         self.root = root
         self.settings = settings or {}
+        self.event_loop = event_loop  # `broker start --event-loop`
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -39,6 +40,7 @@ class OwnBroker:
             sys.executable, "-m", "broker.cli", "start",
             "--data-dir", str(self.root / "data"),
             "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
+            "--event-loop", self.event_loop,
             "--set", "group.initial.rebalance.delay.ms=300",
             "--set", f"message.max.bytes={MESSAGE_MAX_BYTES}",
             *(arg for key, value in self.settings.items() for arg in ("--set", f"{key}={value}")),
