@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,43 @@ def test_an_uncreatable_data_dir_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     line = _one_line_error(_start(tmp_path, data_dir=tmp_path / "file" / "data"))
     assert f"cannot use data dir {tmp_path / 'file' / 'data'}: Not a directory" in line
+
+
+@pytest.mark.parametrize(("choice", "logged"), [("auto", "event loop: uvloop"), ("asyncio", "event loop: asyncio")])
+def test_the_broker_serves_clients_on_either_event_loop_and_says_which(tmp_path: Path, choice: str,
+                                                                       logged: str) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from lakefeed_testing.own_broker import OwnBroker
+
+    broker = OwnBroker(tmp_path, event_loop=choice)
+    broker.start()
+    try:
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        values = [f"v{i}".encode() * 15_000 for i in range(6)]  # one batch each; a fetch over 64 KiB: sendfile
+        for value in values:
+            producer.produce("loops", value)
+            assert producer.flush(20) == 0
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "loops"})
+        consumer.assign([TopicPartition("loops", 0, 0)])
+        got: list[bytes] = []
+        try:
+            wait_until(lambda: got.extend(m.value() for m in consumer.consume(10, 0.2) if not m.error())
+                       or len(got) >= len(values), timeout=30, what="the records back")
+        finally:
+            consumer.close()
+        assert got == values
+    finally:
+        broker.stop()
+    assert logged in (tmp_path / "broker-1.log").read_text()
+
+
+def test_event_loop_uvloop_is_refused_where_uvloop_is_missing(tmp_path: Path) -> None:
+    blocker = tmp_path / "hide" / "uvloop.py"
+    blocker.parent.mkdir()
+    blocker.write_text("raise ImportError('hidden for this test')\n")
+    command = [sys.executable, "-m", "broker.cli", "start", "--data-dir", str(tmp_path / "data"),
+               "--listeners", f"PLAINTEXT://127.0.0.1:{free_port()}", "--event-loop", "uvloop"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(blocker.parent)})
+    assert result.returncode == 2 and "--event-loop uvloop: uvloop is not installed" in result.stderr
