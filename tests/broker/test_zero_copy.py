@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import struct
 import time
 from pathlib import Path
 
@@ -126,3 +128,40 @@ def test_a_socket_that_fills_up_takes_the_rest_of_the_range_when_it_drains(tmp_p
         calls.clear()
         assert run(main()) == b"head" + data
         assert len(calls) > 1, "the socket never filled up: the test did not reach the wait for it to drain"
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_a_peer_that_resets_while_the_socket_is_full_ends_the_send(tmp_path: Path, loop_name: str) -> None:
+    """A consumer that stops reading and then resets its connection: the send fails with a connection error
+    (which ends the connection quietly) instead of waiting forever on a socket nobody will drain."""
+    (tmp_path / "segment").write_bytes(os.urandom(16 << 20))
+
+    async def main() -> BaseException | None:
+        accepted: asyncio.Queue[asyncio.StreamWriter] = asyncio.Queue()
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await accepted.put(writer)
+
+        server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        broker_side = await accepted.get()
+        descriptor = os.open(tmp_path / "segment", os.O_RDONLY)
+        holder = type("Segment", (), {"fd": descriptor})()
+        sending = asyncio.ensure_future(send_parts(broker_side, [FileRange("segment", 0, 16 << 20, holder)], True))
+        try:
+            await asyncio.sleep(0.5)  # the socket fills up: nobody reads
+            assert not sending.done()
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # RST
+            done, _ = await asyncio.wait([sending], timeout=10)
+            assert done, "the send still waits for a socket whose peer reset it"
+            return sending.exception()
+        finally:
+            sending.cancel()
+            os.close(descriptor)
+            broker_side.close()
+            server.close()
+
+    error = (uvloop.run if loop_name == "uvloop" else asyncio.run)(main())
+    assert isinstance(error, ConnectionError), error
