@@ -57,6 +57,7 @@ def start(
     logs.configure(log_level, log_format)
     from broker.storage.store import DiskLogStore
 
+    runner, loop_name = _event_loop_runner(event_loop)  # a usage error before anything is written
     try:
         properties = load_file(config_file) if config_file else {}
         properties.update(parse_set(overrides))
@@ -75,26 +76,25 @@ def start(
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    sys.exit(_event_loop_runner(event_loop)(_serve(config, store)))
+    log.info("event loop: %s", loop_name)
+    sys.exit(runner(_serve(config, store)))
 
 
-def _event_loop_runner(choice: str) -> Any:
-    """uvloop (a pinned dependency on Linux and macOS): libuv's loop in C reads requests and writes answers in
-    fewer Python steps than asyncio's selector loop (docs/benchmarks.md, "uvloop"). Where it is not installed
-    (Windows has no build) `auto` runs on asyncio's loop, and says so; `uvloop` then refuses to start."""
+def _event_loop_runner(choice: str) -> tuple[Any, str]:
+    """The loop's runner and how the start-up log names it. uvloop (a pinned dependency on Linux and macOS):
+    libuv's loop in C reads requests and writes answers in fewer Python steps than asyncio's selector loop
+    (docs/benchmarks.md, "uvloop"). Where it is not installed (Windows has no build) `auto` runs on asyncio's
+    loop, and says so; `uvloop` then refuses to start."""
     if choice == "asyncio":
-        log.info("event loop: asyncio (--event-loop asyncio)")
-        return asyncio.run
+        return asyncio.run, "asyncio (--event-loop asyncio)"
     try:
         import uvloop
     except ImportError:
         if choice == "uvloop":
             raise click.UsageError("--event-loop uvloop: uvloop is not installed (pip install uvloop, or use "
                                    "--event-loop auto to fall back to asyncio's loop)") from None
-        log.info("event loop: asyncio (uvloop is not installed)")
-        return asyncio.run
-    log.info("event loop: uvloop %s", importlib.metadata.version("uvloop"))
-    return uvloop.run
+        return asyncio.run, "asyncio (uvloop is not installed)"
+    return uvloop.run, f"uvloop {importlib.metadata.version('uvloop')}"
 
 
 async def _serve(config: BrokerConfig, store: DiskLogStore) -> int:

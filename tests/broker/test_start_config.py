@@ -139,3 +139,4 @@ def test_event_loop_uvloop_is_refused_where_uvloop_is_missing(tmp_path: Path) ->
     result = subprocess.run(command, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(blocker.parent)})
     assert result.returncode == 2 and "--event-loop uvloop: uvloop is not installed" in result.stderr
+    assert not (tmp_path / "data").exists()  # refused before anything is written
