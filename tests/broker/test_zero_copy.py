@@ -4,11 +4,14 @@ what was produced: a real BrokerServer on the disk store in this process, conflu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import uvloop
@@ -47,20 +50,38 @@ def _consume(bootstrap: str, count: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
-def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 loop_name: str) -> None:
-    """On both event loops the broker runs on (uvloop by default, asyncio's where uvloop is missing)."""
-    values = [i.to_bytes(4, "big") * 250 for i in range(600)]  # 1000 B each, ~600 kB in several batches
-    sent: list[int] = []
+RUNNERS = {"asyncio": asyncio.run, "uvloop": uvloop.run}
+
+
+@pytest.fixture
+def sendfile_counts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The bytes each `os.sendfile` call of this test sent, in order."""
+    counts: list[int] = []
     original = os.sendfile
 
     def counting(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
         done = original(out_fd, in_fd, offset, count)
-        sent.append(done)
+        counts.append(done)
         return done
 
     monkeypatch.setattr(os, "sendfile", counting)
+    return counts
+
+
+@contextlib.contextmanager
+def _whole_file_range(path: Path) -> Iterator[FileRange]:
+    """A range over all of `path`, holding its descriptor open as a segment does."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        yield FileRange(str(path), 0, path.stat().st_size, SimpleNamespace(fd=descriptor))
+    finally:
+        os.close(descriptor)
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path, sendfile_counts: list[int], loop_name: str) -> None:
+    """On both event loops the broker runs on (uvloop by default, asyncio's where uvloop is missing)."""
+    values = [i.to_bytes(4, "big") * 250 for i in range(600)]  # 1000 B each, ~600 kB in several batches
 
     async def main() -> list[bytes]:
         port = free_port()
@@ -75,24 +96,17 @@ def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path, monkeypatch: py
         finally:
             await server.close()
 
-    got = (uvloop.run if loop_name == "uvloop" else asyncio.run)(main())
+    got = RUNNERS[loop_name](main())
     assert got == values
-    assert sent and sum(sent) >= 500_000, f"sendfile carried {sum(sent)} bytes of the ~600 kB consumed"
+    sent = sum(sendfile_counts)
+    assert sent >= 500_000, f"sendfile carried {sent} bytes of the ~600 kB consumed"
 
 
 def test_a_socket_that_fills_up_takes_the_rest_of_the_range_when_it_drains(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          sendfile_counts: list[int]) -> None:
     """A range larger than the socket's buffer: sendfile stops at EAGAIN and goes on once the peer reads,
     on both loops, and the bytes arrive whole and in order after the bytes written before them."""
     data = os.urandom(8 << 20)
-    calls: list[int] = []
-    original = os.sendfile
-
-    def counting(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
-        calls.append(count)
-        return original(out_fd, in_fd, offset, count)
-
-    monkeypatch.setattr(os, "sendfile", counting)
     (tmp_path / "segment").write_bytes(data)
 
     async def main() -> bytes:
@@ -112,22 +126,19 @@ def test_a_socket_that_fills_up_takes_the_rest_of_the_range_when_it_drains(tmp_p
         server = await asyncio.start_server(reader_side, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         _, writer = await asyncio.open_connection("127.0.0.1", port)
-        descriptor = os.open(tmp_path / "segment", os.O_RDONLY)
         try:
-            holder = type("Segment", (), {"fd": descriptor})()
-            part = FileRange(str(tmp_path / "segment"), 0, len(data), holder)
-            await send_parts(writer, [b"head", part], zero_copy=True)
-            await asyncio.wait_for(done.wait(), 30)
+            with _whole_file_range(tmp_path / "segment") as part:
+                await send_parts(writer, [b"head", part], zero_copy=True)
+                await asyncio.wait_for(done.wait(), 30)
         finally:
-            os.close(descriptor)
             writer.close()
             server.close()
         return bytes(received)
 
-    for run in (asyncio.run, uvloop.run):
-        calls.clear()
+    for run in RUNNERS.values():
+        sendfile_counts.clear()
         assert run(main()) == b"head" + data
-        assert len(calls) > 1, "the socket never filled up: the test did not reach the wait for it to drain"
+        assert len(sendfile_counts) > 1, "the socket never filled up: the test did not reach the wait for it to drain"
 
 
 @pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
@@ -146,22 +157,20 @@ def test_a_peer_that_resets_while_the_socket_is_full_ends_the_send(tmp_path: Pat
         port = server.sockets[0].getsockname()[1]
         client = socket.create_connection(("127.0.0.1", port))
         broker_side = await accepted.get()
-        descriptor = os.open(tmp_path / "segment", os.O_RDONLY)
-        holder = type("Segment", (), {"fd": descriptor})()
-        sending = asyncio.ensure_future(send_parts(broker_side, [FileRange("segment", 0, 16 << 20, holder)], True))
-        try:
-            await asyncio.sleep(0.5)  # the socket fills up: nobody reads
-            assert not sending.done()
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            client.close()  # RST
-            done, _ = await asyncio.wait([sending], timeout=10)
-            assert done, "the send still waits for a socket whose peer reset it"
-            return sending.exception()
-        finally:
-            sending.cancel()
-            os.close(descriptor)
-            broker_side.close()
-            server.close()
+        with _whole_file_range(tmp_path / "segment") as part:
+            sending = asyncio.ensure_future(send_parts(broker_side, [part], True))
+            try:
+                await asyncio.sleep(0.5)  # the socket fills up: nobody reads
+                assert not sending.done()
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()  # RST
+                done, _ = await asyncio.wait([sending], timeout=10)
+                assert done, "the send still waits for a socket whose peer reset it"
+                return sending.exception()
+            finally:
+                sending.cancel()
+                broker_side.close()
+                server.close()
 
-    error = (uvloop.run if loop_name == "uvloop" else asyncio.run)(main())
+    error = RUNNERS[loop_name](main())
     assert isinstance(error, ConnectionError), error
