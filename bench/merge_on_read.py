@@ -55,7 +55,7 @@ def _timed(action: Any, *args: Any) -> float:
 
 def _append(messages: DataFrame, change_log: str) -> None:
     """Merge-on-read's batch: what the driver must know (one action), then one append for all tables."""
-    summary = BatchSummary.of(summary_rows(messages, TABLE_DDL).collect())
+    summary = BatchSummary.of(summary_rows(messages).collect(), TABLE_DDL)
     assert summary.bad is None and not summary.ddl  # DDL would compact the tables it names first
     (messages.where(F.col("valid") & ~F.col("is_ddl")).select(*CHANGE_LOG_COLUMNS)
      .write.format("delta").mode("append").partitionBy("database", "table").save(change_log))

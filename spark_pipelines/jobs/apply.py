@@ -162,9 +162,9 @@ class ApplyBatch:
 
     def _counted(self, report: BatchReport, summary: BatchSummary) -> BatchReport:
         keeps = self.config.tables.keeps
-        counted = [row for row in summary.counts if row["table"] is None or keeps(row["database"], row["table"])]
-        rows = {f"{r['database']}.{r['table']}": r["rows"] for r in counted if not r["is_ddl"]}
-        newest = max((r["newest_ms"] for r in counted if r["newest_ms"] is not None), default=None)
+        counted = [count for count in summary.counts if count.table is None or keeps(count.database, count.table)]
+        rows = {f"{c.database}.{c.table}": c.rows for c in counted if not c.is_ddl}
+        newest = max((c.newest_ms for c in counted if c.newest_ms is not None), default=None)
         return replace(report, rows=tuple(sorted(rows.items())), newest_commit_ms=newest)
 
     def _forget(self) -> None:
@@ -174,7 +174,7 @@ class ApplyBatch:
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
         # One Spark action for every question the driver has about the batch (transforms/summary.py).
-        summary = BatchSummary.of(summary_rows(messages, TABLE_DDL).collect())
+        summary = BatchSummary.of(summary_rows(messages).collect(), TABLE_DDL)
         if summary.bad is not None:
             row = summary.bad
             raise MessageError(

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from spark_pipelines.errors import SchemaError
 from spark_pipelines.schemas import column_type
-from spark_pipelines.transforms.parse import SEQ
+from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
 from spark_pipelines.transforms.rows import TableShape
 
 # Integer digits of any MySQL integer value (BIGINT UNSIGNED has 20) fit a DECIMAL(38,0) exactly.
@@ -25,7 +25,8 @@ def shape_rows(messages: DataFrame) -> DataFrame:
     """One row per (table, layout): database, table, pk (JSON), columns (JSON list in row order),
     types (JSON object), newest (greatest sequence of a message with that layout), key_low / key_high
     (least and greatest value of the first key column as a number, over the new and, for an UPDATE
-    that changes the key, the old row; NULL when some value is not an integer)."""
+    that changes the key, the old row; NULL when some value is not an integer), rows (messages) and
+    newest_ms (their newest commit time, epoch milliseconds: the progress line's, transforms/summary.py)."""
     dml = messages.where(F.col("valid") & ~F.col("is_ddl"))
     first_key = F.get(F.col("pk_names"), 0)  # NULL for a table without pkNames (keyed by the message key)
     new_key = F.col("row")[first_key]
@@ -43,6 +44,8 @@ def shape_rows(messages: DataFrame) -> DataFrame:
         F.max(SEQ).alias("newest"),
         F.when(odd == 0, F.min(F.least(new_number, old_number))).alias("key_low"),
         F.when(odd == 0, F.max(F.greatest(new_number, old_number))).alias("key_high"),
+        F.count(F.lit(1)).alias("rows"),
+        F.max(F.unix_millis(F.col(COMMIT_TS))).alias("newest_ms"),
     )
 
 

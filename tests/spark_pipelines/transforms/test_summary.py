@@ -1,0 +1,55 @@
+"""BatchSummary: the one Spark action's answers, checked against counts taken from the messages themselves."""
+
+import random
+from typing import Any
+
+from spark_pipelines.jobs.apply import TABLE_DDL
+from spark_pipelines.transforms.parse import parse_messages
+from spark_pipelines.transforms.summary import BatchSummary, TableCount, summary_rows
+from tests.spark_pipelines.canal import ddl, dml, records
+
+ES = 1_700_000_000_000
+
+
+def test_counts_per_table_add_up_every_layout_and_every_ddl_message(spark: Any) -> None:
+    rng = random.Random(7)
+    messages: list[str] = []
+    expected: dict[tuple[str, str, bool], list[int]] = {}  # (database, table, is_ddl) -> [messages, newest es]
+
+    def count(database: str, table: str, is_ddl: bool, es: int) -> None:
+        seen = expected.setdefault((database, table, is_ddl), [0, 0])
+        seen[0] += 1
+        seen[1] = max(seen[1], es)
+
+    for n in range(120):
+        table, es = rng.choice(["a", "b", "c"]), ES + rng.randrange(10**6)
+        # Two layouts per table (a column some rows lack), so a table's count spans several layout rows.
+        data = {"id": str(n), "v": "x"} | ({"w": "y"} if rng.random() < 0.5 else {})
+        database = rng.choice(["shop", "shop2"]) if table == "c" else "shop"  # one name, two databases
+        messages.append(dml(table, rng.choice(["INSERT", "UPDATE", "DELETE"]), data, es=es, database=database))
+        count(database, table, False, es)
+    for table, kind, sql in [("a", "ALTER", "ALTER TABLE a ADD COLUMN z INT"),
+                             ("b", "CINDEX", "CREATE INDEX i ON b (v)"),
+                             ("a", "TRUNCATE", "TRUNCATE TABLE a")]:
+        es = ES + rng.randrange(2 * 10**6)
+        messages.append(ddl(table, kind, sql, es=es))
+        count("shop", table, True, es)
+    messages.append("not json at all")
+
+    frame = parse_messages(records(spark, messages))
+    summary = BatchSummary.of(summary_rows(frame).collect(), TABLE_DDL)
+
+    assert summary.bad is not None and summary.bad["value"] == "not json at all"
+    # Only table DDL of the types the job applies; every DDL message still counts for the progress line.
+    assert sorted(row["type"] for row in summary.ddl) == ["ALTER", "TRUNCATE"]
+    assert sorted((c.database, c.table, c.is_ddl, c.rows, c.newest_ms) for c in summary.counts) == sorted(
+        (database, table, is_ddl, seen, newest) for (database, table, is_ddl), (seen, newest) in expected.items())
+    assert sum(row["rows"] for row in summary.layouts) == 120
+    assert len(summary.layouts) > len({(c.database, c.table) for c in summary.counts if not c.is_ddl})
+
+
+def test_a_batch_without_messages_of_a_kind_gives_empty_answers(spark: Any) -> None:
+    frame = parse_messages(records(spark, [dml("a", "INSERT", {"id": "1"}, es=ES)]))
+    summary = BatchSummary.of(summary_rows(frame).collect(), TABLE_DDL)
+    assert summary.bad is None and summary.ddl == ()
+    assert summary.counts == (TableCount("shop", "a", False, 1, ES),)
