@@ -50,7 +50,7 @@ from broker.security.listeners import CURRENT_LISTENER, ListenerSpec
 from broker.security.session import Session
 from broker.tasks import cancel_and_wait
 from broker.topics import TopicRegistry
-from broker.zero_copy import send_parts, supports_sendfile
+from broker.zero_copy import ResponseSender, supports_sendfile
 
 log = logging.getLogger("broker.server")
 _READ_SIZE = 256 * 1024
@@ -178,7 +178,8 @@ class BrokerServer:
         # advertised address (broker/handlers/_placement.py).
         CURRENT_LISTENER.set(spec.name)
         session = self.security.open_session(spec, peer[0], writer.get_extra_info("ssl_object"))
-        zero_copy = supports_sendfile(writer)  # Fetch data by sendfile if the transport can (plain TCP)
+        # Fetch data by sendfile if the transport can (plain TCP)
+        responses = ResponseSender(writer, supports_sendfile(writer))
         try:
             while True:
                 size = await self._read_size(reader, session.raw_tokens)
@@ -196,7 +197,7 @@ class BrokerServer:
                 finally:
                     self.memory.release(size)
                 if response is not None:
-                    await send_parts(writer, response, zero_copy)
+                    await responses.send(response)
         except FrameError as exc:
             log.warning("closing the connection from %s:%s: %s", peer[0], peer[1], exc)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -207,6 +208,7 @@ class BrokerServer:
         except Exception:
             log.exception("closing connection after an internal error", extra={"peer": f"{peer[0]}:{peer[1]}"})
         finally:
+            responses.flush()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -25,6 +25,48 @@ from broker.log_store import FileRange
 MIN_SENDFILE_BYTES = 64 * 1024
 
 
+class ResponseSender:
+    """One connection's responses, in order. Answers made of bytes alone are held until the connection's
+    task next waits (for the next request's bytes, or inside a handler), then go in one write: a client
+    that pipelines requests (Kafka's producers keep up to five in flight) gets the answers to every request
+    that was already read with one send instead of one each; on loopback a small send cost the broker
+    about as much CPU as the Produce handler itself (a fifth of its samples with Kafka's perf producer at
+    100 B). An answer with file ranges first flushes what is held, so order is kept; nothing is held past
+    the task's next wait, so no answer waits behind a long-polling Fetch or an acks=all Produce."""
+
+    def __init__(self, writer: asyncio.StreamWriter, zero_copy: bool) -> None:
+        self._writer, self._zero_copy = writer, zero_copy
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._loop = asyncio.get_running_loop()
+
+    async def send(self, parts: Sequence[Any]) -> None:
+        if any(isinstance(part, FileRange) for part in parts):
+            self.flush()
+            await send_parts(self._writer, parts, self._zero_copy)
+            return
+        if not self._held:
+            self._loop.call_soon(self.flush)  # runs once this task yields to the loop
+        self._held.extend(parts)
+        self._held_bytes += sum(map(len, parts))
+        if self._held_bytes > _HELD_LIMIT:  # large answers go out now
+            self.flush()
+        # Waits only while the transport holds more than its high-water mark (a peer slow to read); else
+        # it returns without yielding, so the next request already read is answered into the same write.
+        await self._writer.drain()
+
+    def flush(self) -> None:
+        """Write what is held (also when the connection ends, before it closes)."""
+        if not self._held:
+            return
+        held, self._held, self._held_bytes = self._held, [], 0
+        if not self._writer.transport.is_closing():  # a peer that left: its answers have nowhere to go
+            self._writer.writelines(held)
+
+
+_HELD_LIMIT = 256 * 1024  # bytes held before send() writes them and waits for the peer to read
+
+
 def supports_sendfile(writer: asyncio.StreamWriter) -> bool:
     """Whether this connection can take file bytes straight from the page cache (plain TCP)."""
     return (hasattr(os, "sendfile") and writer.get_extra_info("ssl_object") is None

@@ -1,0 +1,107 @@
+"""Answers to pipelined requests: those already read go out in one write, in order, and none waits behind a
+request that waits (a long-polling Fetch). A real BrokerServer in this process on both event loops, a raw
+socket client that sends several requests before reading any answer (as Kafka's clients do, up to
+max.in.flight.requests.per.connection)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import socket
+import struct
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.static.primitive import i8, i32, i64
+
+from broker.config import BrokerConfig
+from broker.server import BrokerServer
+from broker.storage.store import DiskLogStore
+from lakefeed_testing.net import free_port
+from tests.broker.kio_wire import frame, read_frame
+from tests.broker.test_zero_copy import RUNNERS
+
+
+def _serve(tmp_path: Path, loop_name: str, client: Callable[[int], Any]) -> Any:
+    """Run `client(port)` in a thread against a BrokerServer on `loop_name`; its result."""
+    async def main() -> Any:
+        port = free_port()
+        config = BrokerConfig().with_overrides({"log.dirs": str(tmp_path), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                                                "num.partitions": "1"})
+        server = BrokerServer(config, DiskLogStore(config.data_dir))
+        await server.start()
+        try:
+            return await asyncio.to_thread(client, port)
+        finally:
+            await server.close()
+
+    runner: Callable[[Coroutine[Any, Any, Any]], Any] = RUNNERS[loop_name]
+    return runner(main())
+
+
+def _correlation(data: bytes) -> int:
+    return int(struct.unpack_from(">i", data, 0)[0])
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_requests_read_together_are_answered_in_order_with_one_write(tmp_path: Path, loop_name: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[int] = []
+    original = asyncio.StreamWriter.writelines
+
+    def counting(self: asyncio.StreamWriter, data: Any) -> None:
+        data = list(data)
+        writes.append(len(data))
+        original(self, data)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "writelines", counting)
+    requests = 40
+
+    def client(port: int) -> list[int]:
+        pipelined = b"".join(frame(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                                   correlation_id=n) for n in range(requests))
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(pipelined)  # one segment of a few kB: the broker reads all of it at once
+            return [_correlation(read_frame(sock)) for _ in range(requests)]
+
+    assert _serve(tmp_path, loop_name, client) == list(range(requests))
+    assert sum(writes) == requests
+    assert len(writes) <= 3, f"{requests} answers in {len(writes)} writes (sizes {writes}): held answers were not coalesced"
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_an_answer_is_not_held_behind_a_fetch_that_waits_for_data(tmp_path: Path, loop_name: str) -> None:
+    wait_ms = 3000
+
+    def client(port: int) -> tuple[float, float, list[int]]:
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        admin.create_topics([NewTopic("empty", 1, 1)])["empty"].result(20)
+        fetch = FetchRequest(
+            replica_id=i32(-1), max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=i32(1),  # type: ignore[arg-type]
+            max_bytes=i32(1 << 20), isolation_level=i8(0),
+            topics=(FetchTopic(topic="empty", partitions=(FetchPartition(
+                partition=i32(0), fetch_offset=i64(0), log_start_offset=i64(-1), partition_max_bytes=i32(1 << 20),
+            ),)),),
+            forgotten_topics_data=(),
+        )  # fmt: skip
+        versions = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            started = time.monotonic()
+            sock.sendall(frame(18, 3, versions, correlation_id=1) + frame(1, 12, fetch, correlation_id=2)
+                         + frame(18, 3, versions, correlation_id=3))
+            first = read_frame(sock)
+            first_at = time.monotonic() - started
+            second, third = read_frame(sock), read_frame(sock)
+            return first_at, time.monotonic() - started, [_correlation(d) for d in (first, second, third)]
+
+    first_at, all_at, order = _serve(tmp_path, loop_name, client)
+    assert order == [1, 2, 3]
+    # The Fetch waits its max_wait for data that never comes; the answer read before it goes out at once.
+    assert first_at < 1.0, f"the first answer came after {first_at:.2f} s, behind the waiting Fetch"
+    assert all_at >= wait_ms / 1000 * 0.9
