@@ -72,7 +72,7 @@ def test_requests_read_together_are_answered_in_order_with_one_write(tmp_path: P
 
     assert _serve(tmp_path, loop_name, client) == list(range(requests))
     assert sum(writes) == requests
-    assert len(writes) <= 3, f"{requests} answers in {len(writes)} writes (sizes {writes}): held answers were not coalesced"
+    assert len(writes) <= 3, f"{requests} answers in {len(writes)} writes (sizes {writes}): none were held together"
 
 
 @pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
