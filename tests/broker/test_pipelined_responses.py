@@ -10,7 +10,6 @@ import datetime
 import socket
 import struct
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +19,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.static.primitive import i8, i32, i64
 
-from broker.config import BrokerConfig
-from broker.server import BrokerServer
-from broker.storage.store import DiskLogStore
-from lakefeed_testing.net import free_port
+from tests.broker.in_process import serve_in_process
 from tests.broker.kio_wire import frame, read_frame
-from tests.broker.test_zero_copy import RUNNERS
-
-
-def _serve(tmp_path: Path, loop_name: str, client: Callable[[int], Any]) -> Any:
-    """Run `client(port)` in a thread against a BrokerServer on `loop_name`; its result."""
-    async def main() -> Any:
-        port = free_port()
-        config = BrokerConfig().with_overrides({"log.dirs": str(tmp_path), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                                                "num.partitions": "1"})
-        server = BrokerServer(config, DiskLogStore(config.data_dir))
-        await server.start()
-        try:
-            return await asyncio.to_thread(client, port)
-        finally:
-            await server.close()
-
-    runner: Callable[[Coroutine[Any, Any, Any]], Any] = RUNNERS[loop_name]
-    return runner(main())
 
 
 def _correlation(data: bytes) -> int:
@@ -70,7 +48,7 @@ def test_requests_read_together_are_answered_in_order_with_one_write(tmp_path: P
             sock.sendall(pipelined)  # one segment of a few kB: the broker reads all of it at once
             return [_correlation(read_frame(sock)) for _ in range(requests)]
 
-    assert _serve(tmp_path, loop_name, client) == list(range(requests))
+    assert serve_in_process(tmp_path, loop_name, client) == list(range(requests))
     assert sum(writes) == requests
     assert len(writes) <= 3, f"{requests} answers in {len(writes)} writes (sizes {writes}): none were held together"
 
@@ -100,7 +78,7 @@ def test_an_answer_is_not_held_behind_a_fetch_that_waits_for_data(tmp_path: Path
             second, third = read_frame(sock), read_frame(sock)
             return first_at, time.monotonic() - started, [_correlation(d) for d in (first, second, third)]
 
-    first_at, all_at, order = _serve(tmp_path, loop_name, client)
+    first_at, all_at, order = serve_in_process(tmp_path, loop_name, client)
     assert order == [1, 2, 3]
     # The Fetch waits its max_wait for data that never comes; the answer read before it goes out at once.
     assert first_at < 1.0, f"the first answer came after {first_at:.2f} s, behind the waiting Fetch"

@@ -14,15 +14,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-import uvloop
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from broker.config import BrokerConfig
 from broker.log_store import FileRange
-from broker.server import BrokerServer
-from broker.storage.store import DiskLogStore
 from broker.zero_copy import send_parts
-from lakefeed_testing.net import free_port
+from tests.broker.in_process import RUNNERS, serve_in_process
 
 
 def _produce(bootstrap: str, values: list[bytes]) -> None:
@@ -48,9 +44,6 @@ def _consume(bootstrap: str, count: int) -> list[bytes]:
     finally:
         consumer.close()
     return out
-
-
-RUNNERS = {"asyncio": asyncio.run, "uvloop": uvloop.run}
 
 
 @pytest.fixture
@@ -83,20 +76,12 @@ def test_fetch_sends_segment_bytes_with_sendfile(tmp_path: Path, sendfile_counts
     """On both event loops the broker runs on (uvloop by default, asyncio's where uvloop is missing)."""
     values = [i.to_bytes(4, "big") * 250 for i in range(600)]  # 1000 B each, ~600 kB in several batches
 
-    async def main() -> list[bytes]:
-        port = free_port()
-        config = BrokerConfig().with_overrides({"log.dirs": str(tmp_path), "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                                                "num.partitions": "1"})
-        server = BrokerServer(config, DiskLogStore(config.data_dir))
-        await server.start()
-        try:
-            bootstrap = f"127.0.0.1:{port}"
-            await asyncio.to_thread(_produce, bootstrap, values)
-            return await asyncio.to_thread(_consume, bootstrap, len(values))
-        finally:
-            await server.close()
+    def client(port: int) -> list[bytes]:
+        bootstrap = f"127.0.0.1:{port}"
+        _produce(bootstrap, values)
+        return _consume(bootstrap, len(values))
 
-    got = RUNNERS[loop_name](main())
+    got = serve_in_process(tmp_path, loop_name, client)
     assert got == values
     sent = sum(sendfile_counts)
     assert sent >= 500_000, f"sendfile carried {sent} bytes of the ~600 kB consumed"
