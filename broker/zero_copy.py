@@ -1,4 +1,5 @@
-"""Sending a spliced response: encoded bytes with plain writes, file ranges with sendfile.
+"""Sending a connection's responses: encoded bytes with plain writes (the answers to requests read together
+in one write, `ResponseSender`), file ranges with sendfile.
 
 Apache Kafka sends Fetch data with `FileChannel.transferTo` (sendfile) on plaintext connections and
 copies it through memory on TLS ones, where the kernel cannot encrypt; the same split here: a transport
