@@ -15,7 +15,7 @@ table from the layouts and the DDL rows: a separate aggregation for them cost th
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -50,6 +50,11 @@ class TableCount:
     rows: int
     newest_ms: int | None
 
+    def plus(self, other: TableCount) -> TableCount:
+        """Both counts of one table and kind together."""
+        newest = max((ms for ms in (self.newest_ms, other.newest_ms) if ms is not None), default=None)
+        return replace(self, rows=self.rows + other.rows, newest_ms=newest)
+
 
 @dataclass(frozen=True)
 class BatchSummary:
@@ -65,14 +70,11 @@ class BatchSummary:
         by_kind: dict[str, list[Any]] = {BAD: [], DDL: [], LAYOUT: []}
         for row in rows:
             by_kind[row[KIND]].append(row)
-        counts: dict[tuple[Any, Any, bool], list[Any]] = {}  # (database, table, is_ddl) -> [rows, newest_ms]
-        for is_ddl, row, rows_of_row in ([(True, r, 1) for r in by_kind[DDL]]
-                                         + [(False, r, r["rows"]) for r in by_kind[LAYOUT]]):
-            count = counts.setdefault((row["database"], row["table"], is_ddl), [0, None])
-            count[0] += rows_of_row
-            if row["newest_ms"] is not None and (count[1] is None or row["newest_ms"] > count[1]):
-                count[1] = row["newest_ms"]
+        counts: dict[tuple[str, str | None, bool], TableCount] = {}
+        for count in ([TableCount(r["database"], r["table"], True, 1, r["newest_ms"]) for r in by_kind[DDL]]
+                      + [TableCount(r["database"], r["table"], False, r["rows"], r["newest_ms"])
+                         for r in by_kind[LAYOUT]]):
+            key = (count.database, count.table, count.is_ddl)
+            counts[key] = counts[key].plus(count) if key in counts else count
         return cls(next(iter(by_kind[BAD]), None), tuple(r for r in by_kind[DDL] if r["type"] in ddl_types),
-                   tuple(by_kind[LAYOUT]),
-                   tuple(TableCount(database, table, is_ddl, rows_of_table, newest)
-                         for (database, table, is_ddl), (rows_of_table, newest) in counts.items()))
+                   tuple(by_kind[LAYOUT]), tuple(counts.values()))
