@@ -30,10 +30,10 @@ class ResponseSender:
     """One connection's responses, in order. Answers made of bytes alone are held until the connection's
     task next waits (for the next request's bytes, or inside a handler), then go in one write: a client
     that pipelines requests (Kafka's producers keep up to five in flight) gets the answers to every request
-    that was already read with one send instead of one each; on loopback a small send cost the broker
-    about as much CPU as the Produce handler itself (a fifth of its samples with Kafka's perf producer at
-    100 B). An answer with file ranges first flushes what is held, so order is kept; nothing is held past
-    the task's next wait, so no answer waits behind a long-polling Fetch or an acks=all Produce."""
+    that was already read with one send instead of one each (in a profile under Kafka's perf producer at
+    100 B, the small sends cost the broker about as much as the Produce handler itself). An answer with
+    file ranges first flushes what is held, so order is kept; nothing is held past the task's next wait, so
+    no answer waits behind a long-polling Fetch or an acks=all Produce."""
 
     def __init__(self, writer: asyncio.StreamWriter, zero_copy: bool) -> None:
         self._writer, self._zero_copy = writer, zero_copy

@@ -8,8 +8,7 @@ DataFrame of a few rows, told apart by `kind`:
 - `layout`: one row per (table, message layout), as transforms/shapes.shape_rows gives them, with the
   count of row changes and their newest commit time.
 `BatchSummary.of` splits the collected rows on the driver and adds up the progress line's counts per
-table from the layouts and the DDL rows: a separate aggregation for them cost the batch another shuffle
-(about a fifth of the summary's time, measured on a warm session).
+table from the layouts and the DDL rows: a separate aggregation for them cost the batch another shuffle.
 """
 
 from __future__ import annotations
