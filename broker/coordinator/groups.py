@@ -21,6 +21,13 @@ group whose protocol stays the same, gets the current generation and its old ass
 is stored again and nobody else rebalances. Any request carrying an instance id with a member id that no
 longer owns it gets FENCED_INSTANCE_ID; a rebalance never drops a static member that has not rejoined (only
 its session timeout does); LeaveGroup v3+ removes a member by instance id alone.
+
+Known member ids (KIP-394, JoinGroup v4+): a dynamic member's first JoinGroup, with an empty member id, is
+answered MEMBER_ID_REQUIRED with a new member id and joins nothing; the id waits as a pending member for one
+session timeout, and the member joins with it on its next JoinGroup. So a client whose first JoinGroup timed
+out before its answer (and who sends another) leaves no orphan member behind for the rebalance to wait on.
+As in Kafka's ClassicGroup, a rebalance completes only once no pending member remains (it joined or its
+session timed out), and a member id neither pending nor in the group is UNKNOWN_MEMBER_ID.
 """
 
 from __future__ import annotations
@@ -107,10 +114,21 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     join_deadline: float = 0.0
     timer: asyncio.TimerHandle | None = None
+    pending: dict[str, float] = field(default_factory=dict)  # KIP-394 member ids given out: monotonic expiry
 
     def static_member_id(self, group_instance_id: str) -> str | None:
         """The member id that owns `group_instance_id` now, if any."""
         return next((m.member_id for m in self.members.values() if m.group_instance_id == group_instance_id), None)
+
+
+class MemberIdRequired(KafkaApiError):
+    """KIP-394: rejoin with `member_id`, the id this JoinGroup was given."""
+
+    code = ErrorCode.member_id_required
+
+    def __init__(self, group_id: str, member_id: str) -> None:
+        super().__init__(message=f"group {group_id!r}: join again with the member id {member_id!r} given here")
+        self.member_id = member_id
 
 
 def _fail(future: asyncio.Future[Any] | None, code: ErrorCode, message: str) -> None:
@@ -225,9 +243,11 @@ class GroupCoordinator:
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
         skip_assignment_supported: bool = False,
+        require_known_member_id: bool = False,
     ) -> JoinResult:
         """`skip_assignment_supported`: JoinGroup v9+ (KIP-814), where a replaced static leader is told it leads
-        but must not assign."""
+        but must not assign. `require_known_member_id`: JoinGroup v4+ (KIP-394), where a dynamic member without
+        a member id gets one with MEMBER_ID_REQUIRED (`MemberIdRequired`) instead of joining."""
         if not group_id:
             raise KafkaApiError(ErrorCode.invalid_group_id, "group id is empty")
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
@@ -255,6 +275,13 @@ class GroupCoordinator:
             )  # fmt: skip
         if not member_id:
             member_id = f"{group_instance_id or client_id or 'member'}-{uuid.uuid4()}"
+            if require_known_member_id and group_instance_id is None:
+                group.pending[member_id] = time.monotonic() + session_timeout_ms / 1000
+                log.info("new member of group %s in state %s: gave it member id %s to join with",
+                         group_id, group.state.value, member_id)
+                raise MemberIdRequired(group_id, member_id)
+        elif group_instance_id is None and member_id in group.pending:
+            del group.pending[member_id]  # joins with the id it was given: a new member, below
         else:
             self._validate_member(group, member_id, group_instance_id)
         member = group.members.get(member_id)
@@ -405,6 +432,11 @@ class GroupCoordinator:
         now = time.monotonic()
         expired = []
         for group in list(self.groups.values()):
+            for member_id, deadline in list(group.pending.items()):
+                if now > deadline:  # given an id (KIP-394) but never joined with it
+                    del group.pending[member_id]
+                    expired.append(member_id)
+                    self._maybe_complete_join(group)
             for member in list(group.members.values()):
                 waiting = member.join_future is not None and not member.join_future.done()
                 if not waiting and now - member.last_heartbeat > member.session_timeout_ms / 1000:
@@ -532,7 +564,7 @@ class GroupCoordinator:
             self._complete_join(group)
             return
         all_joined = all(m.join_future is not None and not m.join_future.done() for m in group.members.values())
-        if not all_joined:
+        if not all_joined or group.pending:
             return
         remaining = group.join_deadline - time.monotonic()
         if remaining > 0:

@@ -1,6 +1,7 @@
 """JoinGroup (11): join (or rejoin) a classic consumer group; waits for the rebalance to complete.
 
-v5+ carries `group_instance_id` (KIP-345 static membership): see broker/coordinator/groups.py."""
+v4+ answers a dynamic member's first JoinGroup MEMBER_ID_REQUIRED with the member id to join with (KIP-394); v5+
+carries `group_instance_id` (KIP-345 static membership): see broker/coordinator/groups.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from broker.coordinator.groups import MemberIdRequired
 from broker.handlers._build import NO_THROTTLE, build, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -35,10 +37,12 @@ async def handle(state: BrokerState, request: Request) -> Any:
             body.protocol_type,
             [(p.name, p.metadata) for p in body.protocols],
             skip_assignment_supported=version >= 9,
+            require_known_member_id=version >= 4,
         )
     except KafkaApiError as exc:
+        member_id = exc.member_id if isinstance(exc, MemberIdRequired) else body.member_id
         return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, generation_id=-1, protocol_type=empty,
-                     protocol_name=empty, leader="", skip_assignment=False, member_id=body.member_id, members=())
+                     protocol_name=empty, leader="", skip_assignment=False, member_id=member_id, members=())
     member_cls = nested(cls, "JoinGroupResponseMember")
     members = tuple(
         build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)

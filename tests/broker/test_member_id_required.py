@@ -1,0 +1,79 @@
+"""KIP-394 (JoinGroup v4+): a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with the id to join
+with, on our broker and on Apache Kafka 4.3 alike, in raw JoinGroup requests.
+
+kafka-python 3.0.12 showed why it matters: a JoinGroup that outlived the client's poll was sent again, and
+without KIP-394 each try left a member behind for the next rebalance to wait on."""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.join_group.v3.request import JoinGroupRequest as JoinGroupV3
+from kio.schema.join_group.v3.request import JoinGroupRequestProtocol as ProtocolV3
+from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupV5
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as ProtocolV5
+from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+
+from tests.broker.conftest import Target
+from tests.broker.kio_wire import roundtrip
+
+FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP = 10, 11, 13
+SESSION = datetime.timedelta(seconds=6)
+REBALANCE = datetime.timedelta(seconds=6)
+
+
+def _port(target: Target) -> int:
+    return int(target.bootstrap.rsplit(":", 1)[1])
+
+
+def _coordinator_ready(port: int, group: str) -> None:
+    """Kafka answers COORDINATOR_NOT_AVAILABLE until `__consumer_offsets` exists (FindCoordinator creates it)."""
+    deadline = time.monotonic() + 30
+    while True:
+        _, answer = roundtrip(port, FIND_COORDINATOR, 3, FindCoordinatorRequest(key=group, key_type=0))
+        if answer.error_code == ErrorCode.none:
+            return
+        assert time.monotonic() < deadline, f"no coordinator for {group}: {answer.error_code!r}"
+        time.sleep(0.2)
+
+
+def _join_v5(port: int, group: str, member_id: str) -> object:
+    request = JoinGroupV5(group_id=group, session_timeout=SESSION, rebalance_timeout=REBALANCE, member_id=member_id,
+                          group_instance_id=None, protocol_type="consumer",
+                          protocols=(ProtocolV5(name="range", metadata=b"\x00\x00"),))
+    return roundtrip(port, JOIN_GROUP, 5, request)[1]
+
+
+def test_a_new_member_gets_its_id_with_member_id_required_then_joins_with_it(target: Target) -> None:
+    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    _coordinator_ready(port, group)
+
+    first = _join_v5(port, group, "")
+    assert first.error_code == ErrorCode.member_id_required, target.name
+    assert first.member_id and first.generation_id == -1 and first.leader == "" and first.members == ()
+
+    stranger = _join_v5(port, group, f"nobody-{uuid.uuid4()}")
+    assert stranger.error_code == ErrorCode.unknown_member_id, target.name
+
+    joined = _join_v5(port, group, first.member_id)
+    assert joined.error_code == ErrorCode.none, target.name
+    assert (joined.member_id, joined.leader, joined.generation_id) == (first.member_id, first.member_id, 1)
+    assert [m.member_id for m in joined.members] == [first.member_id]
+
+    _, left = roundtrip(port, LEAVE_GROUP, 3, LeaveGroupRequest(
+        group_id=group, members=(MemberIdentity(member_id=first.member_id, group_instance_id=None),)))
+    assert left.error_code == ErrorCode.none and left.members[0].error_code == ErrorCode.none
+
+
+def test_join_group_before_v4_joins_without_a_member_id(target: Target) -> None:
+    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    _coordinator_ready(port, group)
+    request = JoinGroupV3(group_id=group, session_timeout=SESSION, rebalance_timeout=REBALANCE, member_id="",
+                          protocol_type="consumer", protocols=(ProtocolV3(name="range", metadata=b"\x00\x00"),))
+    _, joined = roundtrip(port, JOIN_GROUP, 3, request)
+    assert joined.error_code == ErrorCode.none, target.name
+    assert joined.member_id and joined.leader == joined.member_id and joined.generation_id == 1
