@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
@@ -41,7 +42,7 @@ def _coordinator_ready(port: int, group: str) -> None:
         time.sleep(0.2)
 
 
-def _join_v5(port: int, group: str, member_id: str) -> object:
+def _join_v5(port: int, group: str, member_id: str) -> Any:
     request = JoinGroupV5(group_id=group, session_timeout=SESSION, rebalance_timeout=REBALANCE, member_id=member_id,
                           group_instance_id=None, protocol_type="consumer",
                           protocols=(ProtocolV5(name="range", metadata=b"\x00\x00"),))
