@@ -89,7 +89,10 @@ def cli_options() -> dict[str, set[str]]:
     result: dict[str, set[str]] = {}
     for name, group in (("broker", broker_cli), ("changefeed", changefeed_cli), ("spark-pipeline", pipeline_cli)):
         assert isinstance(group, click.Group)
-        for sub_name, command in group.commands.items():
+        ctx = click.Context(group)
+        for sub_name in group.list_commands(ctx):  # click's API, which loads lazily loaded subcommands too
+            command = group.get_command(ctx, sub_name)
+            assert command is not None
             options = {opt for param in command.params if isinstance(param, click.Option)
                        for opt in param.opts if opt.startswith("--") and opt != "--help"}
             result[f"{name} {sub_name}"] = options
