@@ -372,13 +372,19 @@ class GroupCoordinator:
 
     async def sync(
         self, group_id: str, generation: int, member_id: str, assignments: dict[str, bytes],
-        group_instance_id: str | None = None,
+        group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None,
     ) -> SyncResult:
+        """`protocol_type`/`protocol_name`: SyncGroup v5+ (KIP-559), checked against the group's when given."""
         group, member = self._member(group_id, member_id, group_instance_id)
         if generation != group.generation:
             raise KafkaApiError(
                 ErrorCode.illegal_generation, f"generation {generation} is not the group's {group.generation}"
             )
+        for given, chosen, what in ((protocol_type, group.protocol_type, "protocol type"),
+                                    (protocol_name, group.protocol_name, "protocol")):
+            if given is not None and given != chosen:
+                raise KafkaApiError(ErrorCode.inconsistent_group_protocol,
+                                    f"group {group_id!r} uses {what} {chosen!r}, not {given!r}")
         member.last_heartbeat = time.monotonic()
         if group.state is GroupState.PREPARING_REBALANCE:
             raise KafkaApiError(ErrorCode.rebalance_in_progress, f"group {group_id!r} is rebalancing")

@@ -1,4 +1,5 @@
-"""SyncGroup (14): the leader hands in assignments; every member gets its own."""
+"""SyncGroup (14): the leader hands in assignments; every member gets its own. v5+ names the protocol type and
+protocol the member joined with; a mismatch answers INCONSISTENT_GROUP_PROTOCOL, as in Kafka (KIP-559)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ async def handle(state: BrokerState, request: Request) -> Any:
     try:
         state.check_coordinator(body.group_id)
         result = await state.groups.sync(body.group_id, body.generation_id, body.member_id, assignments,
-                                         getattr(body, "group_instance_id", None))  # v3+
+                                         getattr(body, "group_instance_id", None),  # v3+
+                                         getattr(body, "protocol_type", None), getattr(body, "protocol_name", None))
     except KafkaApiError as exc:
         return build(cls, throttle_time=NO_THROTTLE, error_code=exc.code, protocol_type=None, protocol_name=None,
                      assignment=b"")

@@ -1,5 +1,7 @@
-"""KIP-394 (JoinGroup v4+): a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with the id to join
-with, on our broker and on Apache Kafka 4.3 alike, in raw JoinGroup requests.
+"""Group requests as raw bytes, the same assertions against our broker and Apache Kafka 4.3.
+
+KIP-394 (JoinGroup v4+): a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with the id to join
+with. KIP-559 (SyncGroup v5+): a protocol type or protocol other than the group's is INCONSISTENT_GROUP_PROTOCOL.
 
 kafka-python 3.0.12 showed why it matters: a JoinGroup that outlived the client's poll was sent again, and
 without KIP-394 each try left a member behind for the next rebalance to wait on."""
@@ -18,11 +20,12 @@ from kio.schema.join_group.v3.request import JoinGroupRequestProtocol as Protoco
 from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupV5
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as ProtocolV5
 from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.broker.conftest import Target
 from tests.broker.kio_wire import roundtrip
 
-FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP = 10, 11, 13
+FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 10, 11, 13, 14
 SESSION = datetime.timedelta(seconds=6)
 REBALANCE = datetime.timedelta(seconds=6)
 
@@ -78,3 +81,24 @@ def test_join_group_before_v4_joins_without_a_member_id(target: Target) -> None:
     _, joined = roundtrip(port, JOIN_GROUP, 3, request)
     assert joined.error_code == ErrorCode.none, target.name
     assert joined.member_id and joined.leader == joined.member_id and joined.generation_id == 1
+
+
+def test_sync_group_with_another_protocol_type_or_protocol_is_inconsistent(target: Target) -> None:
+    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    _coordinator_ready(port, group)
+    member = _join_v5(port, group, "").member_id
+    joined = _join_v5(port, group, member)
+    assert (joined.error_code, joined.generation_id) == (ErrorCode.none, 1), target.name
+
+    def sync(protocol_type: str | None, protocol_name: str | None, generation: int = 1) -> Any:
+        request = SyncGroupRequest(group_id=group, generation_id=generation, member_id=member, group_instance_id=None,
+                                   protocol_type=protocol_type, protocol_name=protocol_name,
+                                   assignments=(SyncGroupRequestAssignment(member_id=member, assignment=b"a"),))
+        return roundtrip(port, SYNC_GROUP, 5, request)[1]
+
+    assert sync("connect", "range").error_code == ErrorCode.inconsistent_group_protocol, target.name
+    assert sync("consumer", "roundrobin").error_code == ErrorCode.inconsistent_group_protocol, target.name
+    assert sync("connect", "range", generation=7).error_code == ErrorCode.illegal_generation, target.name
+    answer = sync("consumer", "range")
+    assert (answer.error_code, answer.protocol_type, answer.protocol_name, answer.assignment) == (
+        ErrorCode.none, "consumer", "range", b"a"), target.name
