@@ -31,7 +31,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
             body.member_id,
             getattr(body, "group_instance_id", None),
             request.header.client_id or "",
-            request.client_host,
+            f"/{request.client_host}",  # as Kafka shows it (Java's InetAddress.toString): DescribeGroups, HOST
             session_ms,
             rebalance_ms,
             body.protocol_type,

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any
 
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from kio.schema.join_group.v3.request import JoinGroupRequest as JoinGroupV3
@@ -25,7 +26,7 @@ from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestA
 from tests.broker.conftest import Target
 from tests.broker.kio_wire import roundtrip
 
-FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 10, 11, 13, 14
+FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 10, 11, 13, 14, 15
 SESSION = datetime.timedelta(seconds=6)
 REBALANCE = datetime.timedelta(seconds=6)
 
@@ -67,6 +68,10 @@ def test_a_new_member_gets_its_id_with_member_id_required_then_joins_with_it(tar
     assert joined.error_code == ErrorCode.none, target.name
     assert (joined.member_id, joined.leader, joined.generation_id) == (first.member_id, first.member_id, 1)
     assert [m.member_id for m in joined.members] == [first.member_id]
+    _, described = roundtrip(port, DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=(group,),
+                                                                             include_authorized_operations=False))
+    member = described.groups[0].members[0]  # the host as Kafka prints it (kafka-consumer-groups' HOST column)
+    assert (member.member_id, member.client_id, member.client_host) == (first.member_id, "tests", "/127.0.0.1")
 
     _, left = roundtrip(port, LEAVE_GROUP, 3, LeaveGroupRequest(
         group_id=group, members=(MemberIdentity(member_id=first.member_id, group_instance_id=None),)))
