@@ -451,14 +451,18 @@ class GroupCoordinator:
         return expired
 
     def validate_commit(
-        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None,
+        has_offsets: bool = False,
     ) -> None:
-        """OffsetCommit from a group member must match its generation; -1 means a standalone commit."""
+        """OffsetCommit from a group member must match its generation; -1 means a standalone commit.
+        `has_offsets`: the group has committed offsets (in Kafka such a group exists, Empty, without members)."""
         group = self.lookup(group_id)
         if generation < 0 and (group is None or not group.members):
             return
-        if group is None:
+        if group is None and not has_offsets:
             raise KafkaApiError(ErrorCode.illegal_generation, f"group {group_id!r} has no generation")
+        if group is None:  # Kafka keeps an Empty group for one that only stores offsets: no member is known
+            raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
         _, member = self._member(group_id, member_id, group_instance_id)
         member.last_heartbeat = time.monotonic()
         if generation != group.generation:

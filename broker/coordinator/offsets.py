@@ -72,6 +72,9 @@ class OffsetStore:
     def fetch(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._offsets.get(group, {}).get((topic, partition))
 
+    def has_offsets(self, group: str) -> bool:
+        return bool(self._offsets.get(group))
+
     def partitions(self, group: str) -> list[tuple[str, int]]:
         return sorted(self._offsets.get(group, {}))
 

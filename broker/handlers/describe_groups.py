@@ -21,10 +21,10 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for group_id in request.body.groups:
         group = state.groups.lookup(group_id)
         if group is None:
-            known = group_id in state.offsets.groups()
+            known = state.offsets.has_offsets(group_id)  # Empty, no protocol type: as Kafka describes it
             groups.append(build(nested(cls, "DescribedGroup"), error_code=ErrorCode.none, group_id=group_id,
                                 group_state=GroupState.EMPTY.value if known else GroupState.DEAD.value,
-                                protocol_type="consumer" if known else "", protocol_data="", members=(),
+                                protocol_type="", protocol_data="", members=(),
                                 authorized_operations=_NO_OPERATIONS))
             continue
         stable = group.state is GroupState.STABLE

@@ -15,9 +15,11 @@ from broker.protocol.apis import response_class
 async def handle(state: BrokerState, request: Request) -> Any:
     cls = response_class(request.header.api_key, request.header.api_version)
     wanted = {s.lower() for s in getattr(request.body, "states_filter", ())}
-    listing: dict[str, tuple[str, str]] = {g: ("consumer", GroupState.EMPTY.value) for g in state.offsets.groups()}
+    # A group that only stores offsets is Empty with no protocol type, as Kafka lists it (its admin client
+    # counts an empty protocol type as a consumer group).
+    listing: dict[str, tuple[str, str]] = {g: ("", GroupState.EMPTY.value) for g in state.offsets.groups()}
     for group in state.groups.groups.values():
-        listing[group.group_id] = (group.protocol_type or "consumer", group.state.value)
+        listing[group.group_id] = (group.protocol_type or "", group.state.value)
     groups = tuple(
         build(nested(cls, "ListedGroup"), group_id=group_id, protocol_type=kind, group_state=group_state)
         for group_id, (kind, group_state) in sorted(listing.items())

@@ -25,7 +25,8 @@ def _codes(state: BrokerState, body: Any) -> tuple[dict[tuple[str, int], ErrorCo
     try:
         state.check_coordinator(body.group_id)
         state.groups.validate_commit(body.group_id, body.generation_id_or_member_epoch, body.member_id,
-                                     getattr(body, "group_instance_id", None))  # v7+
+                                     getattr(body, "group_instance_id", None),  # v7+
+                                     has_offsets=state.offsets.has_offsets(body.group_id))
         group_error = ErrorCode.none
     except KafkaApiError as exc:
         group_error = exc.code

@@ -1,5 +1,8 @@
 """Group requests as raw bytes, the same assertions against our broker and Apache Kafka 4.3.
 
+OffsetCommit with a generation from a member unknown to a group that only stores offsets: UNKNOWN_MEMBER_ID
+(Kafka keeps such a group, Empty); to a group that does not exist at all: ILLEGAL_GENERATION (v8 and older).
+
 KIP-394 (JoinGroup v4+): a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED with the id to join
 with. KIP-559 (SyncGroup v5+): a protocol type or protocol other than the group's is INCONSISTENT_GROUP_PROTOCOL.
 
@@ -13,6 +16,7 @@ import time
 import uuid
 from typing import Any
 
+from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
@@ -21,14 +25,21 @@ from kio.schema.join_group.v3.request import JoinGroupRequestProtocol as Protoco
 from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupV5
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as ProtocolV5
 from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.list_groups.v4.request import ListGroupsRequest
+from kio.schema.offset_commit.v8.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.broker.conftest import Target
 from tests.broker.kio_wire import roundtrip
 
-FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 10, 11, 13, 14, 15
-SESSION = datetime.timedelta(seconds=6)
-REBALANCE = datetime.timedelta(seconds=6)
+OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 8, 10, 11, 13, 14, 15
+LIST_GROUPS, CREATE_TOPICS = 16, 19
+SESSION = datetime.timedelta(seconds=30)  # a given member id stays pending this long: ample on a busy machine
+REBALANCE = datetime.timedelta(seconds=30)
 
 
 def _port(target: Target) -> int:
@@ -107,3 +118,30 @@ def test_sync_group_with_another_protocol_type_or_protocol_is_inconsistent(targe
     answer = sync("consumer", "range")
     assert (answer.error_code, answer.protocol_type, answer.protocol_name, answer.assignment) == (
         ErrorCode.none, "consumer", "range", b"a"), target.name
+
+
+def test_a_member_commit_to_a_group_that_only_stores_offsets_is_from_an_unknown_member(target: Target) -> None:
+    port, group, topic = _port(target), f"g-{uuid.uuid4().hex[:10]}", f"t-{uuid.uuid4().hex[:10]}"
+    _coordinator_ready(port, group)
+    _, created = roundtrip(port, CREATE_TOPICS, 5, CreateTopicsRequest(
+        topics=(CreatableTopic(name=topic, num_partitions=1, replication_factor=1, assignments=(), configs=()),),
+        timeout=datetime.timedelta(seconds=10), validate_only=False))
+    assert created.topics[0].error_code == ErrorCode.none, target.name
+
+    def commit(generation: int, member_id: str) -> ErrorCode:
+        request = OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=None,
+            topics=(OffsetCommitRequestTopic(name=topic, partitions=(OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=5, committed_leader_epoch=-1, committed_metadata=""),)),))
+        _, answer = roundtrip(port, OFFSET_COMMIT, 8, request)
+        code: ErrorCode = answer.topics[0].partitions[0].error_code
+        return code
+
+    assert commit(1, "someone") == ErrorCode.illegal_generation, target.name  # no group at all
+    assert commit(-1, "") == ErrorCode.none, target.name  # a standalone commit: the group now stores offsets
+    assert commit(1, "someone") == ErrorCode.unknown_member_id, target.name
+    _, described = roundtrip(port, DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=(group,),
+                                                                             include_authorized_operations=False))
+    assert (described.groups[0].group_state, described.groups[0].protocol_type) == ("Empty", ""), target.name
+    _, listed = roundtrip(port, LIST_GROUPS, 4, ListGroupsRequest(states_filter=()))
+    assert [(g.group_state, g.protocol_type) for g in listed.groups if g.group_id == group] == [("Empty", "")]
