@@ -18,7 +18,6 @@ PYTHONPATH (the same virtualenv).
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -44,17 +43,8 @@ class Side:
 
 def _case(side: Side, size: int, records: int, acks: str) -> tuple[float, float, float]:
     """(produce CPU us/record, produce MB/s, consume CPU us/record) of one broker."""
-    broker = OwnBroker(Path(tempfile.mkdtemp(prefix="broker-cpu-")), event_loop=side.loop)
-    saved = os.environ.get("PYTHONPATH")
-    if side.code is not None:  # the broker's process inherits it; the clients are Java
-        os.environ["PYTHONPATH"] = side.code
-    try:
-        broker.start()
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    broker = OwnBroker(Path(tempfile.mkdtemp(prefix="broker-cpu-")), event_loop=side.loop, code=side.code)
+    broker.start()
     try:
         assert broker.process is not None
         pid, topic = broker.process.pid, _topic(broker.bootstrap)

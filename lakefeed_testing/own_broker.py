@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +17,12 @@ SINK_LIMIT = MESSAGE_MAX_BYTES - 1024
 
 
 class OwnBroker:
-    def __init__(self, root: Path, settings: dict[str, str] | None = None, event_loop: str = "auto") -> None:
+    def __init__(self, root: Path, settings: dict[str, str] | None = None, event_loop: str = "auto",
+                 code: str | None = None) -> None:
         self.root = root
         self.settings = settings or {}
         self.event_loop = event_loop  # `broker start --event-loop`
+        self.code = code  # another checkout whose broker runs (first on PYTHONPATH, this virtualenv), or None
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -46,7 +49,8 @@ class OwnBroker:
             *(arg for key, value in self.settings.items() for arg in ("--set", f"{key}={value}")),
         ]  # fmt: skip
         with (self.root / f"broker-{self.starts}.log").open("wb") as log_file:
-            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+            env = None if self.code is None else {**os.environ, "PYTHONPATH": self.code}
+            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         self.process = process
         wait_until(lambda: port_open(self.port), timeout=20, what="broker", alive=lambda: process.poll() is None)
 
