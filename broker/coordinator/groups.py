@@ -459,10 +459,10 @@ class GroupCoordinator:
         group = self.lookup(group_id)
         if generation < 0 and (group is None or not group.members):
             return
-        if group is None and not has_offsets:
+        if group is None:
+            if has_offsets:  # Kafka keeps an Empty group for one that only stores offsets: no member is known
+                raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
             raise KafkaApiError(ErrorCode.illegal_generation, f"group {group_id!r} has no generation")
-        if group is None:  # Kafka keeps an Empty group for one that only stores offsets: no member is known
-            raise KafkaApiError(ErrorCode.unknown_member_id, f"member {member_id!r} is not in group {group_id!r}")
         _, member = self._member(group_id, member_id, group_instance_id)
         member.last_heartbeat = time.monotonic()
         if generation != group.generation:

@@ -68,6 +68,10 @@ class Target:
     bootstrap: str
     log_path: Path | None = None  # our broker's log, shown when a client program fails
 
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap.rsplit(":", 1)[1])
+
     def log_tail(self, chars: int = 6000) -> str:
         if self.log_path is None:
             return ""

@@ -42,10 +42,6 @@ SESSION = datetime.timedelta(seconds=30)  # a given member id stays pending this
 REBALANCE = datetime.timedelta(seconds=30)
 
 
-def _port(target: Target) -> int:
-    return int(target.bootstrap.rsplit(":", 1)[1])
-
-
 def _coordinator_ready(port: int, group: str) -> None:
     """Kafka answers COORDINATOR_NOT_AVAILABLE until `__consumer_offsets` exists (FindCoordinator creates it)."""
     deadline = time.monotonic() + 30
@@ -65,7 +61,7 @@ def _join_v5(port: int, group: str, member_id: str) -> Any:
 
 
 def test_a_new_member_gets_its_id_with_member_id_required_then_joins_with_it(target: Target) -> None:
-    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
 
     first = _join_v5(port, group, "")
@@ -90,7 +86,7 @@ def test_a_new_member_gets_its_id_with_member_id_required_then_joins_with_it(tar
 
 
 def test_join_group_before_v4_joins_without_a_member_id(target: Target) -> None:
-    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
     request = JoinGroupV3(group_id=group, session_timeout=SESSION, rebalance_timeout=REBALANCE, member_id="",
                           protocol_type="consumer", protocols=(ProtocolV3(name="range", metadata=b"\x00\x00"),))
@@ -100,7 +96,7 @@ def test_join_group_before_v4_joins_without_a_member_id(target: Target) -> None:
 
 
 def test_sync_group_with_another_protocol_type_or_protocol_is_inconsistent(target: Target) -> None:
-    port, group = _port(target), f"g-{uuid.uuid4().hex[:10]}"
+    port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
     member = _join_v5(port, group, "").member_id
     joined = _join_v5(port, group, member)
@@ -121,7 +117,7 @@ def test_sync_group_with_another_protocol_type_or_protocol_is_inconsistent(targe
 
 
 def test_a_member_commit_to_a_group_that_only_stores_offsets_is_from_an_unknown_member(target: Target) -> None:
-    port, group, topic = _port(target), f"g-{uuid.uuid4().hex[:10]}", f"t-{uuid.uuid4().hex[:10]}"
+    port, group, topic = target.port, f"g-{uuid.uuid4().hex[:10]}", f"t-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
     _, created = roundtrip(port, CREATE_TOPICS, 5, CreateTopicsRequest(
         topics=(CreatableTopic(name=topic, num_partitions=1, replication_factor=1, assignments=(), configs=()),),
