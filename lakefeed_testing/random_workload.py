@@ -6,7 +6,10 @@ differences between MySQL and Delta. Five tables cover every column type the pip
 1-5 statements mix INSERT, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE, single-row, ranged and
 key-changing UPDATEs and DELETEs, some rolled back, in sessions whose time zone is not UTC. DDL is
 interleaved the way people and migration tools write it (qualified names from sessions without a
-default database, comments, backquotes, mixed-case keywords, multi-clause ALTER, ...).
+default database, comments, backquotes, mixed-case keywords, multi-clause ALTER, indexes, defaults and
+table options that change no row, gh-ost's copy-and-swap cut-over, ...). Statements also join two tables
+(multi-table UPDATE and DELETE), stop at ORDER BY ... LIMIT, skip duplicates (INSERT IGNORE) and roll
+back to a savepoint inside a transaction that commits.
 
 Every kind is switchable (`KINDS`), so CI can run a slice and a feature known to be broken can be
 excluded with its reason. The script is a pure function of (seed, options): `plan()` returns the
@@ -32,11 +35,12 @@ import pymysql
 from pymysql.converters import escape_string
 
 # DML kinds: what a transaction may contain.
-DML_KINDS = ("insert", "replace", "upsert", "update", "range_update", "key_update", "delete", "rollback")
+DML_KINDS = ("insert", "replace", "upsert", "update", "range_update", "key_update", "delete", "rollback",
+             "insert_ignore", "multi_table", "order_limit", "savepoint")
 # DDL kinds: one statement (or a short script) each, between transactions.
 DDL_KINDS = ("add_column", "add_column_default", "add_column_after", "modify_type", "drop_column",
              "multi_clause_alter", "rename_column", "rename_table", "truncate", "create_like_select",
-             "create_drop")
+             "create_drop", "index", "column_default", "table_option", "cutover")
 # How statements are written: each is applied at random when enabled.
 STYLE_KINDS = ("qualified", "comments", "backquotes", "mixed_case", "time_zone", "json_escapes")
 # Rows inserted before the changefeed starts (the snapshot must bring them), with FLOAT values in them
@@ -361,19 +365,68 @@ class _Planner:
                 low = rng.randint(1, KEY_SPACE)
                 return f"{self.keyword('DELETE FROM')} {name} WHERE `id` BETWEEN {low} AND {low + rng.randint(1, 8)}"
             return f"{self.keyword('DELETE FROM')} {name} WHERE {self.where_key(table)}"
+        if kind == "insert_ignore":
+            return self.insert(table, name, "INSERT IGNORE")
+        if kind == "order_limit":
+            # Which rows a LIMIT picks is MySQL's to say: row events carry the rows it chose.
+            order = ", ".join(f"`{k}`{rng.choice(('', ' DESC'))}" for k in table.key)
+            limit = f"{self.keyword('ORDER BY')} {order} {self.keyword('LIMIT')} {rng.randint(1, 4)}"
+            if rng.random() < 0.5:
+                return f"{self.keyword('UPDATE')} {name} SET {sets} {limit}"
+            return f"{self.keyword('DELETE FROM')} {name} WHERE `id` > {rng.randint(1, KEY_SPACE)} {limit}"
         raise WorkloadError(f"not a DML kind: {kind}")
+
+    def multi_table(self, default_db: bool) -> str | None:
+        """One statement that changes two tables joined on `id`: the row events of both come in one statement."""
+        if len(self.tables) < 2:
+            return None
+        left, right = self.rng.sample(self.tables, k=2)
+        low = self.rng.randint(1, KEY_SPACE)
+        left_name, right_name = self.name(left, not default_db), self.name(right, not default_db)
+        joined = f"{left_name} AS l {self.keyword('JOIN')} {right_name} AS r ON l.`id` = r.`id`"
+        where = f"WHERE l.`id` BETWEEN {low} AND {low + self.rng.randint(0, 12)}"
+        if self.rng.random() < 0.3:
+            if default_db:
+                return f"{self.keyword('DELETE')} l, r {self.keyword('FROM')} {joined} {where}"
+            # Without a default database MariaDB cannot resolve aliases in the DELETE list ("No database
+            # selected"): qualified names throughout, as people write it there.
+            return (f"{self.keyword('DELETE')} {left_name}, {right_name} {self.keyword('FROM')} {left_name} "
+                    f"{self.keyword('JOIN')} {right_name} ON {left_name}.`id` = {right_name}.`id` "
+                    f"WHERE {left_name}.`id` BETWEEN {low} AND {low + self.rng.randint(0, 12)}")
+        sets = [f"{alias}.`{c.name}` = {self.value(c)}" for alias, table in (("l", left), ("r", right))
+                for c in self.assignments(table)[:1]]
+        return f"{self.keyword('UPDATE')} {joined} SET {', '.join(sets)} {where}"
 
     def transaction(self) -> Step | None:
         kinds = [k for k in DML_KINDS if k != "rollback" and self.options.has(k)]
         if not kinds:
             return None
         default_db, zone = self.session()
-        statements = []
+        statements: list[str] = []
         for _ in range(self.rng.randint(1, 5)):
-            table = self.rng.choice(self.tables)
-            statements.append(self.dml(self.rng.choice(kinds), table, self.name(table, not default_db)))
+            kind = self.rng.choice(kinds)
+            if kind == "savepoint":
+                statements += self.savepoint(kinds, default_db)
+            elif kind == "multi_table":
+                statements += [made] if (made := self.multi_table(default_db)) is not None else []
+            else:
+                table = self.rng.choice(self.tables)
+                statements.append(self.dml(kind, table, self.name(table, not default_db)))
+        if not statements:
+            return None
         commit = not (self.options.has("rollback") and self.rng.random() < 0.1)
         return Step("transaction" if commit else "rollback", tuple(statements), default_db, zone, commit)
+
+    def savepoint(self, kinds: list[str], default_db: bool) -> list[str]:
+        """Changes rolled back to a savepoint inside a transaction that goes on (and may commit)."""
+        self.created += 1
+        point = f"sp{self.created}"
+        plain = [k for k in kinds if k not in ("savepoint", "multi_table")] or ["insert"]
+        undone = []
+        for _ in range(self.rng.randint(1, 3)):
+            table = self.rng.choice(self.tables)
+            undone.append(self.dml(self.rng.choice(plain), table, self.name(table, not default_db)))
+        return [f"{self.keyword('SAVEPOINT')} {point}", *undone, f"{self.keyword('ROLLBACK TO SAVEPOINT')} {point}"]
 
     # -- DDL
 
@@ -501,6 +554,23 @@ class _Planner:
             insert = f"INSERT INTO {copy_name} SELECT * FROM {name} WHERE `id` >= {low}"
             return [step(f"{self.keyword('CREATE TABLE')} {copy_name} {self.keyword('LIKE')} {name}"),
                     Step(kind, (insert,), default_db, zone)]
+        if kind == "index":
+            return self.index_ddl(table, name, step)
+        if kind == "column_default":
+            candidates = [c for c in table.non_key if _type_parts(c.sql_type)[0] in _DEFAULTABLE]
+            if not candidates:
+                return []
+            column = rng.choice(candidates)
+            change = (f"{self.keyword('SET DEFAULT')} {self.value(replace(column, nullable=False))}"
+                      if rng.random() < 0.7 else self.keyword("DROP DEFAULT"))
+            return [step(f"{alter} {name} {self.keyword('ALTER COLUMN')} `{column.name}` {change}")]
+        if kind == "table_option":
+            # Each rebuilds or relabels the table without a row event.
+            option = rng.choice((f"COMMENT = {_quote(_text(rng, 20))}", "ENGINE = InnoDB", "FORCE",
+                                 "ROW_FORMAT = DYNAMIC", "DEFAULT CHARSET = utf8mb4"))
+            return [step(f"{alter} {name} {self.keyword(option)}")]
+        if kind == "cutover":
+            return self.cutover(table, index, default_db, zone, step)
         if kind == "create_drop":
             self.created += 1
             temp = replace(table, name=f"tmp{self.created}")
@@ -511,6 +581,44 @@ class _Planner:
             return [step(create), Step(kind, (self.insert(temp, temp_name),), default_db, zone),
                     step(f"{self.keyword('DROP TABLE')} {temp_name}")]
         return []
+
+    def index_ddl(self, table: Table, name: str, step: Any) -> list[Step]:
+        """An index added (CREATE INDEX or ALTER TABLE ADD INDEX), sometimes dropped again at once: DDL that
+        changes no row and no column, which the pipeline must read and leave alone."""
+        candidates = [c for c in table.columns if _type_parts(c.sql_type)[0] in _DEFAULTABLE]
+        if not candidates:
+            return []
+        self.created += 1
+        index_name = f"ix{self.created}"
+        column = self.rng.choice(candidates)
+        if self.rng.random() < 0.5:
+            made = step(f"{self.keyword('CREATE INDEX')} `{index_name}` ON {name} (`{column.name}`)")
+        else:
+            made = step(f"{self.keyword('ALTER TABLE')} {name} {self.keyword('ADD INDEX')} `{index_name}` "
+                        f"(`{column.name}`)")
+        if self.rng.random() < 0.3:
+            return [made, step(f"{self.keyword('DROP INDEX')} `{index_name}` ON {name}")]
+        return [made]
+
+    def cutover(self, table: Table, index: int, default_db: bool, zone: str, step: Any) -> list[Step]:
+        """gh-ost's online schema change: a ghost copy with the new column, the rows copied, then one RENAME
+        TABLE swaps it in and the old table is dropped. The table keeps its name, with the new column."""
+        self.created += 1
+        ghost = replace(table, name=f"_{table.name}_gho{self.created}")
+        old = replace(table, name=f"_{table.name}_del{self.created}")
+        qualified = not default_db
+        added = Column(self.fresh_column(table), self.rng.choice(("INT", "VARCHAR(12)", "DATE")))
+        migrated = replace(table, columns=(*table.columns, added))
+        self.tables[index] = migrated
+        name, ghost_name, old_name = (self.name(t, qualified) for t in (table, ghost, old))
+        columns = ", ".join(f"`{c.name}`" for c in table.columns)
+        copy = Step("cutover", (f"INSERT INTO {ghost_name} ({columns}) SELECT {columns} FROM {name}",),
+                    default_db, zone)
+        return [step(f"{self.keyword('CREATE TABLE')} {ghost_name} {self.keyword('LIKE')} {name}"),
+                step(f"{self.keyword('ALTER TABLE')} {ghost_name} ADD COLUMN `{added.name}` {added.sql_type}"),
+                copy,
+                step(f"{self.keyword('RENAME TABLE')} {name} TO {old_name}, {ghost_name} TO {name}"),
+                step(f"{self.keyword('DROP TABLE')} {old_name}")]
 
     # -- whole plan
 
@@ -556,6 +664,10 @@ class _Planner:
                 steps.append(transaction)
         return steps
 
+
+# Column types an index or a plain DEFAULT takes without a prefix length or an expression.
+_DEFAULTABLE = ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "char", "varchar", "date",
+                "datetime", "double", "year")
 
 _WIDENINGS = (("TINYINT", "SMALLINT"), ("SMALLINT", "INT"), ("MEDIUMINT", "INT"), ("INT", "BIGINT"),
               ("FLOAT", "DOUBLE"))
