@@ -7,7 +7,8 @@ differences between MySQL and Delta. Five tables cover every column type the pip
 key-changing UPDATEs and DELETEs, some rolled back, in sessions whose time zone is not UTC. DDL is
 interleaved the way people and migration tools write it (qualified names from sessions without a
 default database, comments, backquotes, mixed-case keywords, multi-clause ALTER, indexes, defaults and
-table options that change no row, gh-ost's copy-and-swap cut-over, ...). Statements also join two tables
+table options that change no row, gh-ost's copy-and-swap cut-over, a column joining the primary key,
+...). Statements also join two tables
 (multi-table UPDATE and DELETE), stop at ORDER BY ... LIMIT, skip duplicates (INSERT IGNORE) and roll
 back to a savepoint inside a transaction that commits.
 
@@ -40,7 +41,7 @@ DML_KINDS = ("insert", "replace", "upsert", "update", "range_update", "key_updat
 # DDL kinds: one statement (or a short script) each, between transactions.
 DDL_KINDS = ("add_column", "add_column_default", "add_column_after", "modify_type", "drop_column",
              "multi_clause_alter", "rename_column", "rename_table", "truncate", "create_like_select",
-             "create_drop", "index", "column_default", "table_option", "cutover")
+             "create_drop", "index", "column_default", "table_option", "cutover", "widen_key")
 # How statements are written: each is applied at random when enabled.
 STYLE_KINDS = ("qualified", "comments", "backquotes", "mixed_case", "time_zone", "json_escapes")
 # Rows inserted before the changefeed starts (the snapshot must bring them), with FLOAT values in them
@@ -571,6 +572,16 @@ class _Planner:
             return [step(f"{alter} {name} {self.keyword(option)}")]
         if kind == "cutover":
             return self.cutover(table, index, default_db, zone, step)
+        if kind == "widen_key":
+            # A multi-tenant migration: a NOT NULL column joins the primary key; ids may then repeat.
+            if not table.primary or len(table.key) > 2:
+                return []
+            added = Column(self.fresh_column(table), "SMALLINT", nullable=False, default="0")
+            self.tables[index] = replace(table, columns=(*table.columns, added), key=(*table.key, added.name))
+            key = ", ".join(f"`{k}`" for k in (*table.key, added.name))
+            return [step(f"{alter} {name} {self.keyword('ADD COLUMN')} `{added.name}` SMALLINT NOT NULL "
+                         f"{self.keyword('DEFAULT')} 0, {self.keyword('DROP PRIMARY KEY')}, "
+                         f"{self.keyword('ADD PRIMARY KEY')} ({key})")]
         if kind == "create_drop":
             self.created += 1
             temp = replace(table, name=f"tmp{self.created}")
