@@ -14,6 +14,8 @@
       scd_type: 1                   # 1: the table as MySQL has it; 2: every version with valid-from/to
       on_drop_table: tombstone      # tombstone: rows become tombstones | ignore: keep the last rows
       on_rename_table: follow       # follow: rows move to the new name | ignore: the new name starts empty
+      merge_every_seconds: 0        # 0: MERGE every micro-batch; N: merge-on-read, batches wait in a change
+                                    # buffer and are MERGEd every N seconds (read with io/current.py)
     tables:                         # glob patterns over "database.table" (case-sensitive, as MySQL on Linux)
       include: ["shop.*"]           # default: every table
       exclude: ["shop.tmp_*"]
@@ -141,6 +143,7 @@ class PipelineConfig:
     processing_time: str | None = None
     source_time_zone: str = "UTC"
     scd_type: int = 1
+    merge_every_seconds: int = 0  # > 0: merge-on-read (io/change_buffer.py)
     on_drop_table: str = "tombstone"
     on_rename_table: str = "follow"
     tables: TableRules = field(default_factory=TableRules)
@@ -377,7 +380,8 @@ def parse_config(data: Any) -> PipelineConfig:
                     "spark"}, "")
     source = _source(data)
     target = _section(data, "target", "")
-    _unknown(target, {"path", "catalog", "database", "scd_type", "on_drop_table", "on_rename_table"}, "target.")
+    _unknown(target, {"path", "catalog", "database", "scd_type", "on_drop_table", "on_rename_table",
+                      "merge_every_seconds"}, "target.")
     if ("path" in target) == ("database" in target):
         raise ConfigError("target: set exactly one of path (a directory for the Delta tables) or database "
                           "(with an optional catalog, default spark_catalog)")
@@ -388,6 +392,11 @@ def parse_config(data: Any) -> PipelineConfig:
         catalog_target = CatalogTarget(_text(target, "catalog", "target.", "spark_catalog"),
                                        _text(target, "database", "target."))
     processing_time = _trigger(data)
+    scd_type = _choice(target, "scd_type", "target.", (1, 2))
+    merge_every = _count(target, "merge_every_seconds", "target.", 0, 0) or 0
+    if merge_every and (catalog_target is not None or scd_type == 2):
+        raise ConfigError("target.merge_every_seconds: merge-on-read needs a path target (target.path) and "
+                          "scd_type 1; set it to 0, or use a path target with scd_type 1")
     return PipelineConfig(
         source=source,
         target_path=_text(target, "path", "target.") if catalog_target is None else None,
@@ -395,7 +404,8 @@ def parse_config(data: Any) -> PipelineConfig:
         available_now=processing_time is None,
         processing_time=processing_time,
         source_time_zone=_time_zone(data),
-        scd_type=_choice(target, "scd_type", "target.", (1, 2)),
+        scd_type=scd_type,
+        merge_every_seconds=merge_every,
         on_drop_table=_choice(target, "on_drop_table", "target.", DROP_POLICIES),
         on_rename_table=_choice(target, "on_rename_table", "target.", RENAME_POLICIES),
         tables=_tables(data),

@@ -82,7 +82,9 @@ def _follow(spark: Any, config: PipelineConfig, once: bool, live: bool, metrics:
     try:
         while not query.awaitTermination(POLL_S):
             report_new()
+            batch.merge_buffer(spark)  # merge-on-read: the buffer's MERGE does not wait for a new batch
         report_new()
+        batch.merge_buffer(spark, force=True)  # a run that ends leaves its tables equal to what it read
     except KeyboardInterrupt:
         query.stop()
     except Exception as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ from changefeed.model import TableName
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
+from spark_pipelines.io.change_buffer import ChangeBuffer, buffer_location
 from spark_pipelines.io.columns import ColumnEditor
 from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, idempotent, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
@@ -139,6 +141,12 @@ class ApplyBatch:
         # changes are appended, not merged. A table created by an earlier run is merged (a replayed batch's
         # write is then skipped by its idempotent-write id, as every MERGE's).
         self.rowless: set[str] = set()
+        # Merge-on-read (target.merge_every_seconds): batches wait in the change buffer between MERGEs.
+        self.buffer = (ChangeBuffer(buffer_location(config.target_path), config.merge_every_seconds)
+                       if config.merge_every_seconds and config.target_path is not None else None)
+        self.last_batch_id: int | None = None
+        # The stream's thread runs batches, the driver's main thread merges the buffer when the stream is idle.
+        self._lock = threading.Lock()
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         try:
@@ -146,7 +154,12 @@ class ApplyBatch:
             self.config = resolve_locations(spark, self.config)
             messages = parse_messages(records).persist()
             try:
-                self.last_report = self._apply(spark, messages, batch_id)
+                with self._lock:
+                    self.last_batch_id = batch_id
+                    if self.buffer is None:
+                        self.last_report = self._apply(spark, messages, batch_id)
+                    else:
+                        self.last_report = self._buffered(spark, messages, batch_id)
             finally:
                 messages.unpersist()
         except BaseException as exc:
@@ -172,8 +185,9 @@ class ApplyBatch:
         self.layouts.clear()
         self.rowless.clear()
 
-    def _apply(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
-        # One Spark action for every question the driver has about the batch (transforms/summary.py).
+    def _summary(self, messages: DataFrame) -> BatchSummary:
+        """One Spark action for every question the driver has about the batch (transforms/summary.py); a
+        message the pipeline cannot apply stops it here, before anything is written."""
         summary = BatchSummary.of(summary_rows(messages).collect(), TABLE_DDL)
         if summary.bad is not None:
             row = summary.bad
@@ -181,6 +195,48 @@ class ApplyBatch:
                 f"{row['topic']}[{row['partition']}]@{row['offset']} is not a canal-JSON change this pipeline "
                 f"can apply: {str(row['value'])[:300]!r}. Fix the producer, or move the query's checkpoint "
                 "past this offset")
+        return summary
+
+    def _buffered(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
+        """Merge-on-read: the batch goes to the change buffer (one append), unless the buffer is due for its
+        MERGE or the batch changes a table's schema: then the buffer and the batch are applied together."""
+        assert self.buffer is not None
+        summary = self._summary(messages)
+        if self.buffer.due() or schema_changes(list(summary.ddl)):
+            return self._merge_buffer(spark, messages, batch_id)
+        self.buffer.append(spark, messages, Txn(f"{self.app_id}-buffer", batch_id))
+        return self._counted(BatchReport(batch_id, ()), summary)
+
+    def _merge_buffer(self, spark: Any, messages: DataFrame | None, batch_id: int,
+                      first_segment: int = 0) -> BatchReport:
+        assert self.buffer is not None
+        pending = self.buffer.pending(spark)
+        parts = [part for part in (pending, messages) if part is not None]
+        combined = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        combined = combined.persist()
+        try:
+            report = self._apply(spark, combined, batch_id, first_segment)
+        finally:
+            combined.unpersist()
+        self.buffer.merged(spark)
+        return report
+
+    def merge_buffer(self, spark: Any, *, force: bool = False) -> BatchReport | None:
+        """From the driver's main thread, between micro-batches: apply the buffer once it is due (or at once
+        with `force`, when the query has stopped), so that the tables catch up without waiting for a new
+        micro-batch. Its Delta writes take idempotent-write versions between the last batch's and the next
+        one's."""
+        with self._lock:
+            if self.buffer is None or self.last_batch_id is None or not (force or self.buffer.due()):
+                return None
+            if self.buffer.pending(spark) is None:
+                self.buffer.merged(spark)  # nothing to apply: only restart the interval
+                return None
+            log.info("merging the change buffer between micro-batches (after batch %d)", self.last_batch_id)
+            return self._merge_buffer(spark, None, self.last_batch_id, first_segment=SEGMENTS_PER_BATCH // 2)
+
+    def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0) -> BatchReport:
+        summary = self._summary(messages)
         ddl = schema_changes(list(summary.ddl))
         dml = messages.where(~F.col("is_ddl"))
         tables: set[str] = set()
@@ -195,7 +251,8 @@ class ApplyBatch:
                 segment = dml.where(cuts.before(touched, boundary[SEQ]))
             layouts = summary.layouts if not ddl else tuple(shape_rows(segment).collect())
             # One Delta transaction id per segment: a re-run batch skips the merges it already made.
-            tables |= self._merge(spark, segment, layouts, Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + index))
+            txn = Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + first_segment + index)
+            tables |= self._merge(spark, segment, layouts, txn)
             if boundary is not None:
                 # Schema changes rewrite layouts and floors: read them again after. Tables the statement
                 # does not name keep holding no row if they held none.

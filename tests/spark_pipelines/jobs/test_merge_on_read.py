@@ -1,0 +1,149 @@
+"""Merge-on-read (target.merge_every_seconds) against the pipeline's MERGE per micro-batch, on real Delta.
+
+The reference is the default job (one MERGE per batch), which the equality harness compares with MySQL. The
+same seeded batches go to both; after every batch the buffered job's `current_rows` must equal the reference's
+live rows, table by table, and after each merge of the buffer so must its plain Delta tables. The batches mix
+inserts, updates, deletes and key changes over three tables, with an ADD COLUMN and a TRUNCATE (schema changes
+merge the buffer at once), a batch re-run after a crash, and a replay from a new checkpoint."""
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_pipelines.config import PipelineConfig, SourceConfig, parse_config
+from spark_pipelines.errors import ConfigError
+from spark_pipelines.io.change_buffer import buffer_location, pending_messages
+from spark_pipelines.io.current import current_rows
+from spark_pipelines.io.delta import live_rows
+from spark_pipelines.jobs.apply import ApplyBatch
+from tests.spark_pipelines.canal import ddl, dml, records
+
+TABLES = ("a", "b", "c")
+NEVER = 10**9  # seconds: the buffer is merged only when the test says, or by a schema change
+
+
+def _history(seed: int, batches: int) -> list[list[str]]:
+    """Seeded batches of canal-JSON messages; table a gains a column n in batch 2, table b is truncated in
+    batch 4 (each a schema change in the middle of its batch), both inside a buffered stretch."""
+    rng = random.Random(seed)
+    live: dict[str, set[int]] = {t: set() for t in TABLES}
+    with_n = False
+    ts = 1
+    out: list[list[str]] = []
+    for number in range(batches):
+        batch = []
+        for step in range(rng.randint(8, 20)):
+            ts += 1
+            if number == 2 and step == 4:
+                batch.append(ddl("a", "ALTER", "ALTER TABLE a ADD COLUMN n INT DEFAULT 7", commit_ts=ts << 18, es=ts))
+                with_n = True
+                continue
+            if number == 4 and step == 3:
+                batch.append(ddl("b", "TRUNCATE", "TRUNCATE TABLE b", commit_ts=ts << 18, es=ts))
+                live["b"].clear()
+                continue
+            table = rng.choice(TABLES)
+            extra = {"n": str(rng.randint(0, 9))} if table == "a" and with_n else {}
+            types = {"id": "int", "name": "varchar(20)", **({"n": "int"} if extra else {})}
+            key = rng.randint(1, 12)
+            name = f"{table}{key}-{ts}"
+            if key not in live[table]:
+                kind, old = "INSERT", None
+                live[table].add(key)
+            elif rng.random() < 0.3:
+                kind, old = "DELETE", None
+                live[table].discard(key)
+            elif rng.random() < 0.3 and (moved := rng.randint(13, 20)) not in live[table]:
+                kind, old = "UPDATE", {"id": str(key)}
+                live[table].discard(key)
+                live[table].add(moved)
+                key = moved
+            else:
+                kind, old = "UPDATE", {"name": "before"}
+            batch.append(dml(table, kind, {"id": str(key), "name": name, **extra}, old=old, types=types,
+                             commit_ts=ts << 18, es=ts))
+        out.append(batch)
+    return out
+
+
+def _rows(frame: Any) -> list[tuple[Any, ...]]:
+    return sorted((tuple(row) for row in frame.collect()), key=repr)
+
+
+def _offset(spark: Any, values: list[str], first: int) -> Any:
+    return records(spark, values).selectExpr("topic", "partition", f"offset + {first} AS offset", "key", "value")
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_buffered_batches_read_and_merge_to_what_merging_every_batch_gives(spark: Any, tmp_path: Path,
+                                                                           seed: int) -> None:
+    reference = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "ref"), str(tmp_path / "c1"))
+    buffered = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c2"),
+                              merge_every_seconds=NEVER)
+    merge_each, merge_on_read = ApplyBatch(reference), ApplyBatch(buffered)
+    buffer = buffer_location(str(tmp_path / "mor"))
+
+    def same(read: Any) -> None:
+        for table in TABLES:
+            expected = _rows(live_rows(spark, reference.table_path("shop", table)))
+            assert _rows(read(table)) == expected, table
+
+    history = _history(seed, 5)
+    starts = [sum(len(values) for values in history[:i]) for i in range(len(history))]
+    for batch_id, values in enumerate(history):
+        merge_each(_offset(spark, values, starts[batch_id]), batch_id)
+        merge_on_read(_offset(spark, values, starts[batch_id]), batch_id)
+        schema_change = any('"isDdl": true' in value for value in values)
+        assert (pending_messages(spark, buffer) is None) == schema_change, batch_id  # DDL merges at once
+        if batch_id == 3:
+            # A crash before the checkpoint: the batch runs again, its changes already buffered.
+            ApplyBatch(buffered)(_offset(spark, values, starts[batch_id]), batch_id)
+        same(lambda table: current_rows(spark, buffered, "shop", table))
+        if batch_id == 1:
+            merge_on_read.merge_buffer(spark, force=True)
+            assert pending_messages(spark, buffer) is None
+            same(lambda table: live_rows(spark, buffered.table_path("shop", table)))
+    # A replay from a new checkpoint buffers changes older than the stored rows: reads and the merge skip them.
+    replay = ApplyBatch(PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"),
+                                       str(tmp_path / "c3"), merge_every_seconds=NEVER))
+    replay(_offset(spark, history[1], starts[1]), 0)
+    assert pending_messages(spark, buffer) is not None
+    same(lambda table: current_rows(spark, buffered, "shop", table))
+    replay.merge_buffer(spark, force=True)
+    same(lambda table: live_rows(spark, buffered.table_path("shop", table)))
+
+
+def test_the_buffer_is_merged_when_due_and_idle_merges_wait_for_it(spark: Any, tmp_path: Path) -> None:
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c"),
+                            merge_every_seconds=NEVER)
+    job = ApplyBatch(config)
+    assert job.buffer is not None
+    now = [0.0]
+    job.buffer._clock = lambda: now[0]
+    job.buffer.merged(spark)  # the interval starts at 0 on the fake clock
+    path, buffer = config.table_path("shop", "a"), buffer_location(str(tmp_path / "mor"))
+    job(records(spark, [dml("a", "INSERT", {"id": "1", "name": "x"}, commit_ts=2 << 18, es=2)]), 0)
+    assert pending_messages(spark, buffer) is not None
+    assert job.merge_buffer(spark) is None  # not due yet: nothing written
+    assert _rows(current_rows(spark, config, "shop", "a")) == [(1, "x")]
+    now[0] = NEVER
+    assert job.merge_buffer(spark) is not None
+    assert pending_messages(spark, buffer) is None and _rows(live_rows(spark, path)) == [(1, "x")]
+    now[0] = 2 * NEVER  # due: the next batch merges itself and the buffer in one go
+    job(_offset(spark, [dml("a", "UPDATE", {"id": "1", "name": "y"}, old={"name": "x"}, commit_ts=3 << 18,
+                            es=3)], 1), 1)
+    assert pending_messages(spark, buffer) is None and _rows(live_rows(spark, path)) == [(1, "y")]
+
+
+def test_merge_on_read_needs_a_path_target_and_scd_type_1() -> None:
+    base = {"source": {"bootstrap_servers": "127.0.0.1:9092", "topics": ["cdc"]}, "checkpoint": "/tmp/c"}
+    config = parse_config({**base, "target": {"path": "/tmp/d", "merge_every_seconds": 30}})
+    assert config.merge_every_seconds == 30
+    with pytest.raises(ConfigError, match="merge-on-read needs a path target"):
+        parse_config({**base, "target": {"database": "lake", "merge_every_seconds": 30}})
+    with pytest.raises(ConfigError, match="merge-on-read needs a path target"):
+        parse_config({**base, "target": {"path": "/tmp/d", "scd_type": 2, "merge_every_seconds": 30}})
+    with pytest.raises(ConfigError, match=r"target\.merge_every_seconds: expected a whole number >= 0"):
+        parse_config({**base, "target": {"path": "/tmp/d", "merge_every_seconds": "soon"}})
