@@ -1,0 +1,135 @@
+"""Sarama (github.com/IBM/sarama), the Go client, against our broker and against Apache Kafka 4.3 (the
+reference): the same Go program (tests/broker/sarama_client, built here with the machine's Go from the module
+cache scripts/setup.sh filled) runs each scenario with Sarama speaking Kafka 4.3 and with Sarama's default
+version (2.8), and the same assertions hold for both brokers.
+
+admin: ClusterAdmin's CreateTopic (with a config, again, validate-only), ListTopics, DescribeTopics,
+DescribeCluster, DescribeConfig (topic, broker), IncrementalAlterConfig, CreatePartitions (more, fewer),
+DeleteRecords and DeleteTopic. produce: an idempotent AsyncProducer per compression codec and a SyncProducer;
+every message is read back at the partition and offset its producer reported. consume: partition consumers
+from OffsetOldest, OffsetNewest, a given offset and past the end; offsets by timestamp. group: two members of a
+ConsumerGroup share the partitions and commit; a new member resumes from the committed offsets. txn: a
+transactional producer's committed, aborted and open transactions as read_committed and read_uncommitted
+consumers see them, and the group offsets sent to the committed transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.broker.conftest import Target
+
+PROGRAM_DIR = Path(__file__).parent / "sarama_client"
+pytestmark = pytest.mark.integration
+
+# Sarama speaking Kafka 4.3, and its default (the version it has full protocol coverage for)
+VERSIONS = ["4.3.0", "default"]
+UNKNOWN_TOPIC = "kafka server: Request was for a topic or partition that does not exist on this broker"
+
+
+@pytest.fixture(scope="session")
+def sarama_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Go program, built once per session offline (GOPROXY=off): its modules come from the module cache
+    that scripts/setup.sh filled with `go mod download`."""
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("`go` is not on PATH: tests/broker/sarama_client needs the machine's Go toolchain "
+                    "(scripts/setup.sh)")
+    binary = tmp_path_factory.mktemp("sarama_client") / "sarama_client"
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=readonly -buildvcs=false", "GOTOOLCHAIN": "local"}
+    result = subprocess.run([go, "build", "-o", str(binary), "."], cwd=PROGRAM_DIR, env=env, capture_output=True,
+                            text=True, timeout=300)
+    if result.returncode != 0:
+        pytest.fail(f"go build of {PROGRAM_DIR} failed (are its modules downloaded? run scripts/setup.sh):\n"
+                    f"{result.stdout}{result.stderr}")
+    return binary
+
+
+def _run(sarama_client: Path, target: Target, scenario: str, version: str, timeout: float = 60) -> dict[str, Any]:
+    """Runs one scenario to its end (the program gives up by itself after `timeout`); its JSON summary."""
+    command = [str(sarama_client), "-brokers", target.bootstrap, "-scenario", scenario, "-version", version,
+               "-timeout", f"{int(timeout)}s"]
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 30)
+    assert result.returncode == 0, (f"{target.name}: sarama_client {scenario} (version {version}) exited "
+                                    f"{result.returncode} after {time.monotonic() - started:.1f} s\n"
+                                    f"{result.stderr[-12000:]}{target.log_tail()}")
+    summary: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return summary
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_cluster_admin(target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "admin", version)
+    assert result["create_again"] == "kafka server: Topic with this name already exists", result
+    assert (result["listed_partitions"], result["listed_retention_ms"]) == (6, "3600000"), result
+    assert result["described_partitions"] == list(range(6)), result
+    assert result["controller_known"] and result["broker_config_entries"], result
+    assert result["config_values"] == {"retention.ms": "3600000", "cleanup.policy": "delete"}, result
+    assert result["config_sources"] == {"retention.ms": "Topic", "cleanup.policy": "Default"}, result
+    assert result["altered"] == {"retention.ms": "7200000"}, result
+    assert result["grown_partitions"] == list(range(8)), result
+    assert result["create_fewer"] == "kafka server: Number of partitions is invalid", result
+    assert result["delete_records"] == {"oldest": 10, "newest": 20, "first_consumed": 10}, result
+    assert result["after_delete_topic"] == UNKNOWN_TOPIC, result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_idempotent_compressed_and_sync_producers(target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "produce", version)
+    assert result["produced"] == result["consumed"] == 5 * 600 + 300, result
+    assert result["sync_produced"] == 300, result
+    # every message at the partition and offset its producer reported, with its key, in the order sent
+    assert (result["mismatches"], result["header_mismatches"], result["keys_split"]) == (0, 0, 0), result
+    assert result["ordered"], result
+    assert sorted(result["partition_counts"]) == ["0", "1", "2", "3"], result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partition_consumers_and_offset_lookups(target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "consume", version)
+    assert (result["from_oldest"], result["from_newest"], result["first_from_newest"]) == (150, 50, 100), result
+    assert (result["high_water_mark"], result["first_from_42"]) == (150, 42), result
+    assert result["past_end"] == ("kafka server: The requested offset is outside the range of offsets maintained "
+                                  "by the server for the given topic/partition"), result
+    assert (result["oldest_offset"], result["newest_offset"], result["empty_newest"]) == (0, 150, 0), result
+    # by timestamp: the first message at or after it; none after the last one (-1)
+    assert (result["offset_at_time_30"], result["offset_after_last"]) == (30, -1), result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_consumer_group_shares_commits_and_resumes(target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "group", version)
+    assert result["members_partitions"] == [2, 2], result
+    assert result["distinct_consumed"] == result["consumed"] == 2000 and result["out_of_order"] == 0, result
+    assert result["running"] == {"state": "Stable", "protocol_type": "consumer", "protocol": "range", "members": 2,
+                                 "assigned": [0, 1, 2, 3], "listed": "consumer"}, result
+    assert result["empty"] == {"state": "Empty", "protocol_type": "consumer", "protocol": "", "members": 0,
+                               "assigned": [], "listed": "consumer"}, result
+    assert result["committed"] == result["end_offsets"] and sum(result["committed"].values()) == 2000, result
+    # the new member starts at the committed offsets: only the 500 messages produced since
+    assert result["resumed_at"] == result["committed"], result
+    assert result["resumed_distinct"] == result["resumed_consumed"] == 500, result
+    assert result["resumed_old_messages"] == 0, result
+    assert result["committed_at_end"] == result["end_offsets_at_end"], result
+    assert sum(result["committed_at_end"].values()) == 2500, result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_transactions_as_read_committed_and_read_uncommitted_see_them(
+        target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "txn", version)
+    assert result["read_committed_while_open"] == {"c1": 100, "c2": 100}, result
+    assert result["read_uncommitted"] == {"c1": 100, "ab": 100, "c2": 100, "open": 50}, result
+    assert result["read_committed"] == {"c1": 100, "c2": 100, "open": 50}, result
+    assert result["committed_in_order"] and result["ordered"], result
+    # the committed transaction's offsets, not the aborted one's
+    assert result["group_offsets"] == {"0": 11, "1": 12, "2": 13}, result
