@@ -41,6 +41,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("delete_topics", 1, 6),
     ("init_producer_id", 0, 4),
     ("delete_groups", 0, 2),
+    ("offset_delete", 0, 0),
     ("delete_records", 0, 2),
     ("offset_for_leader_epoch", 2, 4),
     ("describe_configs", 1, 4),

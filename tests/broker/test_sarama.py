@@ -8,7 +8,8 @@ DescribeCluster, DescribeConfig (topic, broker), IncrementalAlterConfig, CreateP
 DeleteRecords and DeleteTopic. produce: an idempotent AsyncProducer per compression codec and a SyncProducer;
 every message is read back at the partition and offset its producer reported. consume: partition consumers
 from OffsetOldest, OffsetNewest, a given offset and past the end; offsets by timestamp. group: two members of a
-ConsumerGroup share the partitions and commit; a new member resumes from the committed offsets. txn: a
+ConsumerGroup share the partitions and commit; a new member resumes from the committed offsets; the group's
+offsets and the group are deleted (DeleteConsumerGroupOffset, DeleteConsumerGroup). txn: a
 transactional producer's committed, aborted and open transactions as read_committed and read_uncommitted
 consumers see them, and the group offsets sent to the committed transaction.
 """
@@ -121,6 +122,14 @@ def test_consumer_group_shares_commits_and_resumes(target: Target, sarama_client
     assert result["resumed_old_messages"] == 0, result
     assert result["committed_at_end"] == result["end_offsets_at_end"], result
     assert sum(result["committed_at_end"].values()) == 2500, result
+    # OffsetDelete and DeleteGroups: refused while the members run, done once the group is empty
+    assert result["delete_offset_running"] == ("kafka server: Deleting offsets of a topic is forbidden while the "
+                                               "consumer group is actively subscribed to it"), result
+    assert result["delete_group_running"] == "kafka server: The group is not empty", result
+    assert result["delete_offset"] == "none", result
+    assert result["after_delete_offset"] == {**result["committed_at_end"], "0": -1}, result
+    assert result["delete_group"] == "none", result
+    assert result["delete_group_again"] == "kafka server: The group id does not exist", result
 
 
 @pytest.mark.parametrize("version", VERSIONS)

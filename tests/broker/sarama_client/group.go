@@ -210,7 +210,8 @@ func describeGroup(admin sarama.ClusterAdmin, groupID, topic string) groupView {
 }
 
 // runGroup: two members of one group share a topic's partitions and consume everything once, marking and
-// committing; then a new member of the group resumes from the committed offsets.
+// committing; then a new member of the group resumes from the committed offsets. Deleting the group or its
+// offsets fails while it runs; once empty, one partition's offset and then the group are deleted.
 func runGroup(o options) map[string]any {
 	admin := newAdmin(o)
 	defer admin.Close()
@@ -232,6 +233,9 @@ func runGroup(o options) map[string]any {
 		return d1+d2 >= 2000
 	})
 	running := describeGroup(admin, groupID, topic)
+	// a running group keeps its offsets and itself
+	deleteOffsetRunning := kerr(admin.DeleteConsumerGroupOffset(groupID, topic, 0))
+	deleteGroupRunning := kerr(admin.DeleteConsumerGroup(groupID))
 	first.stop()
 	second.stop()
 	d1, t1 := first.consumed("first-")
@@ -253,20 +257,31 @@ func runGroup(o options) map[string]any {
 	for partition, offset := range third.first {
 		resumedAt[strconv.Itoa(int(partition))] = offset
 	}
+	committedAtEnd, endsAtEnd := committed(admin, groupID, topic), endOffsets(o, topic)
+	deleteOffset := kerr(admin.DeleteConsumerGroupOffset(groupID, topic, 0))
+	afterDeleteOffset := committed(admin, groupID, topic)
+	deleteGroup := kerr(admin.DeleteConsumerGroup(groupID))
+	deleteGroupAgain := kerr(admin.DeleteConsumerGroup(groupID))
 	return map[string]any{
-		"members_partitions":   []int{len(p1), len(p2)},
-		"distinct_consumed":    d1 + d2,
-		"consumed":             t1 + t2,
-		"out_of_order":         first.disorder + second.disorder + third.disorder,
-		"running":              running,
-		"empty":                empty,
-		"committed":            afterFirst,
-		"end_offsets":          endsFirst,
-		"resumed_at":           resumedAt,
-		"resumed_distinct":     d3,
-		"resumed_consumed":     t3,
-		"resumed_old_messages": old,
-		"committed_at_end":     committed(admin, groupID, topic),
-		"end_offsets_at_end":   endOffsets(o, topic),
+		"delete_offset_running": deleteOffsetRunning,
+		"delete_group_running":  deleteGroupRunning,
+		"delete_offset":         deleteOffset,
+		"after_delete_offset":   afterDeleteOffset,
+		"delete_group":          deleteGroup,
+		"delete_group_again":    deleteGroupAgain,
+		"members_partitions":    []int{len(p1), len(p2)},
+		"distinct_consumed":     d1 + d2,
+		"consumed":              t1 + t2,
+		"out_of_order":          first.disorder + second.disorder + third.disorder,
+		"running":               running,
+		"empty":                 empty,
+		"committed":             afterFirst,
+		"end_offsets":           endsFirst,
+		"resumed_at":            resumedAt,
+		"resumed_distinct":      d3,
+		"resumed_consumed":      t3,
+		"resumed_old_messages":  old,
+		"committed_at_end":      committedAtEnd,
+		"end_offsets_at_end":    endsAtEnd,
 	}
 }
