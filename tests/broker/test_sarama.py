@@ -26,7 +26,8 @@ from typing import Any
 
 import pytest
 
-from tests.broker.conftest import Target
+from lakefeed_testing import KafkaReference
+from tests.broker.conftest import BrokerProcess, Target
 
 PROGRAM_DIR = Path(__file__).parent / "sarama_client"
 pytestmark = pytest.mark.integration
@@ -81,6 +82,14 @@ def test_cluster_admin(target: Target, sarama_client: Path, version: str) -> Non
     assert result["create_fewer"] == "kafka server: Number of partitions is invalid", result
     assert result["delete_records"] == {"oldest": 10, "newest": 20, "first_consumed": 10}, result
     assert result["after_delete_topic"] == UNKNOWN_TOPIC, result
+
+
+def test_a_topic_has_the_configs_of_a_kafka_topic(broker: BrokerProcess, kafka: KafkaReference,
+                                                  sarama_client: Path) -> None:
+    """DescribeConfig of a topic: the same config names, of the same types, as Kafka 4.3's."""
+    ours = _run(sarama_client, Target("lakefeed", broker.bootstrap, broker.log_path), "admin", "4.3.0")
+    reference = _run(sarama_client, Target("kafka", f"127.0.0.1:{kafka.port}"), "admin", "4.3.0")
+    assert ours["config_types"] == reference["config_types"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

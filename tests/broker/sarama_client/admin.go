@@ -45,7 +45,9 @@ func runAdmin(o options) map[string]any {
 	check(err, "DescribeConfig topic")
 	sources := map[string]string{}
 	values := map[string]string{}
+	types := map[string]int{} // every config a topic has, and its type
 	for _, entry := range entries {
+		types[entry.Name] = int(entry.Type)
 		if entry.Name == "retention.ms" || entry.Name == "cleanup.policy" {
 			sources[entry.Name] = entry.Source.String()
 			values[entry.Name] = entry.Value
@@ -59,9 +61,16 @@ func runAdmin(o options) map[string]any {
 	check(admin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
 		"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &longer}}, false),
 		"IncrementalAlterConfig")
-	altered, err := admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic,
-		ConfigNames: []string{"retention.ms"}})
-	check(err, "DescribeConfig after IncrementalAlterConfig")
+	// Kafka applies an altered config when its metadata log reaches the broker: a moment later
+	var altered []sarama.ConfigEntry
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		altered, err = admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic,
+			ConfigNames: []string{"retention.ms"}})
+		check(err, "DescribeConfig after IncrementalAlterConfig")
+		if configValues(altered)["retention.ms"] == longer {
+			break
+		}
+	}
 
 	check(admin.CreatePartitions(topic, 8, nil, false), "CreatePartitions 8")
 	grown := describePartitions(admin, topic)
@@ -87,6 +96,7 @@ func runAdmin(o options) map[string]any {
 		"controller_known":      controller >= 0,
 		"config_values":         values,
 		"config_sources":        sources,
+		"config_types":          types,
 		"broker_config_entries": len(brokerEntries) > 0,
 		"altered":               configValues(altered),
 		"grown_partitions":      grown,
