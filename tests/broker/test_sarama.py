@@ -5,13 +5,13 @@ version (2.8), and the same assertions hold for both brokers.
 
 admin: ClusterAdmin's CreateTopic (with a config, again, validate-only), ListTopics, DescribeTopics,
 DescribeCluster, DescribeConfig (topic, broker), IncrementalAlterConfig, CreatePartitions (more, fewer),
-DeleteRecords and DeleteTopic. produce: an idempotent AsyncProducer per compression codec and a SyncProducer;
-every message is read back at the partition and offset its producer reported. consume: partition consumers
-from OffsetOldest, OffsetNewest, a given offset and past the end; offsets by timestamp. group: two members of a
-ConsumerGroup share the partitions and commit; a new member resumes from the committed offsets; the group's
-offsets and the group are deleted (DeleteConsumerGroupOffset, DeleteConsumerGroup). txn: a
-transactional producer's committed, aborted and open transactions as read_committed and read_uncommitted
-consumers see them, and the group offsets sent to the committed transaction.
+ListPartitionReassignments, DeleteRecords and DeleteTopic. produce: an idempotent AsyncProducer per compression
+codec and a SyncProducer; every message is read back at the partition and offset its producer reported.
+consume: partition consumers from OffsetOldest, OffsetNewest, a given offset and past the end; offsets by
+timestamp. group: two members of a ConsumerGroup share the partitions and commit; a new member resumes from the
+committed offsets; the group's offsets and the group are deleted (DeleteConsumerGroupOffset,
+DeleteConsumerGroup). txn: a transactional producer's committed, aborted and open transactions as
+read_committed and read_uncommitted consumers see them, and the group offsets sent to the committed transaction.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def test_cluster_admin(target: Target, sarama_client: Path, version: str) -> Non
     assert result["altered"] == {"retention.ms": "7200000"}, result
     assert result["grown_partitions"] == list(range(8)), result
     assert result["create_fewer"] == "kafka server: Number of partitions is invalid", result
+    assert result["reassignments"] == "none, 0 topics", result
     assert result["delete_records"] == {"oldest": 10, "newest": 20, "first_consumed": 10}, result
     assert result["after_delete_topic"] == UNKNOWN_TOPIC, result
 

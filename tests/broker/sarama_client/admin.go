@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -77,6 +78,8 @@ func runAdmin(o options) map[string]any {
 	fewer := admin.CreatePartitions(topic, 4, nil, false)
 
 	deleted := deleteRecords(o, admin, topic)
+	reassigning, err := admin.ListPartitionReassignments(topic, []int32{0, 1})
+	reassignments := kerr(err) + fmt.Sprintf(", %d topics", len(reassigning))
 
 	check(admin.DeleteTopic(topic), "DeleteTopic")
 	gone := ""
@@ -101,6 +104,7 @@ func runAdmin(o options) map[string]any {
 		"altered":               configValues(altered),
 		"grown_partitions":      grown,
 		"create_fewer":          kerr(fewer),
+		"reassignments":         reassignments,
 		"delete_records":        deleted,
 		"after_delete_topic":    gone,
 	}
