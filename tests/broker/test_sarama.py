@@ -12,6 +12,7 @@ timestamp. group: two members of a ConsumerGroup share the partitions and commit
 committed offsets; the group's offsets and the group are deleted (DeleteConsumerGroupOffset,
 DeleteConsumerGroup). txn: a transactional producer's committed, aborted and open transactions as
 read_committed and read_uncommitted consumers see them, and the group offsets sent to the committed transaction.
+eos: consume-transform-produce, each message's output and offset in one transaction (AddMessageToTxn).
 """
 
 from __future__ import annotations
@@ -152,3 +153,12 @@ def test_transactions_as_read_committed_and_read_uncommitted_see_them(
     assert result["committed_in_order"] and result["ordered"], result
     # the committed transaction's offsets, not the aborted one's
     assert result["group_offsets"] == {"0": 11, "1": 12, "2": 13}, result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_consume_transform_produce_with_the_group_offsets_in_each_transaction(
+        target: Target, sarama_client: Path, version: str) -> None:
+    result = _run(sarama_client, target, "eos", version)
+    assert result["transactions"] == 100, result
+    assert (result["distinct_outputs"], result["duplicate_outputs"]) == (100, 0), result
+    assert result["committed_offset"] == 100, result

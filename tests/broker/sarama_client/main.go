@@ -5,7 +5,7 @@
 //
 // Each scenario creates its own topics and groups (random names), checks what it can check alone (a
 // failure exits 1 with a message on stderr) and prints one JSON line of what it observed for the test to
-// compare between the two brokers. Scenarios: admin, produce, consume, group, txn.
+// compare between the two brokers. Scenarios: admin, produce, consume, group, txn, eos.
 package main
 
 import (
@@ -31,6 +31,7 @@ var scenarios = map[string]func(options) map[string]any{
 	"consume": runConsume,
 	"group":   runGroup,
 	"txn":     runTxn,
+	"eos":     runEOS,
 }
 
 func fail(format string, args ...any) {
@@ -46,14 +47,14 @@ func check(err error, what string) {
 
 func main() {
 	brokers := flag.String("brokers", "", "bootstrap address")
-	scenario := flag.String("scenario", "", "admin, produce, consume, group or txn")
+	scenario := flag.String("scenario", "", "admin, produce, consume, group, txn or eos")
 	version := flag.String("version", "default", "the Kafka version Sarama speaks: a version such as 4.3.0, or default")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after")
 	verbose := flag.Bool("verbose", false, "Sarama's log on stderr")
 	flag.Parse()
 	run, known := scenarios[*scenario]
 	if *brokers == "" || !known {
-		fail("usage: -brokers HOST:PORT -scenario admin|produce|consume|group|txn")
+		fail("usage: -brokers HOST:PORT -scenario admin|produce|consume|group|txn|eos")
 	}
 	if *verbose {
 		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
