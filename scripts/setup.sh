@@ -63,8 +63,8 @@ if [ ! -e "$cache/warm-$warm_key" ]; then
 fi
 # --- Go modules ------------------------------------------------------------------------------
 # tests/broker/franz_txn (franz-go's transactions against our broker and Kafka) and tests/broker/sarama_client
-# (Sarama against both) are built by their tests offline (GOPROXY=off) from the module cache filled here;
-# `go mod download` checks go.sum and does nothing when cached.
+# (Sarama and segmentio/kafka-go against both) are built by their tests offline (GOPROXY=off) from the module
+# cache filled here; `go mod download` checks go.sum and does nothing when cached.
 if ! command -v go >/dev/null 2>&1; then
   echo "[setup] error: 'go' is not on PATH; tests/broker/franz_txn needs a Go toolchain (go.mod's go version or newer)" >&2
   exit 1

@@ -17,20 +17,14 @@ eos: consume-transform-produce, each message's output and offset in one transact
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lakefeed_testing import KafkaReference
+from tests.broker import go_clients
 from tests.broker.conftest import BrokerProcess, Target
 
-PROGRAM_DIR = Path(__file__).parent / "sarama_client"
 pytestmark = pytest.mark.integration
 
 # Sarama speaking Kafka 4.3, and its default (the version it has full protocol coverage for)
@@ -40,38 +34,12 @@ UNKNOWN_TOPIC = "kafka server: Request was for a topic or partition that does no
 
 @pytest.fixture(scope="session")
 def sarama_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Go program, built once per session offline (GOPROXY=off): its modules come from the module cache
-    that scripts/setup.sh filled with `go mod download`."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("`go` is not on PATH: tests/broker/sarama_client needs the machine's Go toolchain "
-                    "(scripts/setup.sh)")
-    binary = tmp_path_factory.mktemp("sarama_client") / "sarama_client"
-    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=readonly -buildvcs=false", "GOTOOLCHAIN": "local"}
-    result = subprocess.run([go, "build", "-o", str(binary), "."], cwd=PROGRAM_DIR, env=env, capture_output=True,
-                            text=True, timeout=300)
-    if result.returncode != 0:
-        pytest.fail(f"go build of {PROGRAM_DIR} failed (are its modules downloaded? run scripts/setup.sh):\n"
-                    f"{result.stdout}{result.stderr}")
-    return binary
-
-
-def _run(sarama_client: Path, target: Target, scenario: str, version: str, timeout: float = 60) -> dict[str, Any]:
-    """Runs one scenario to its end (the program gives up by itself after `timeout`); its JSON summary."""
-    command = [str(sarama_client), "-brokers", target.bootstrap, "-scenario", scenario, "-version", version,
-               "-timeout", f"{int(timeout)}s"]
-    started = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 30)
-    assert result.returncode == 0, (f"{target.name}: sarama_client {scenario} (version {version}) exited "
-                                    f"{result.returncode} after {time.monotonic() - started:.1f} s\n"
-                                    f"{result.stderr[-12000:]}{target.log_tail()}")
-    summary: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return summary
+    return go_clients.build(tmp_path_factory)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_cluster_admin(target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "admin", version)
+    result = go_clients.run(sarama_client, target, "admin", version)
     assert result["create_again"] == "kafka server: Topic with this name already exists", result
     assert (result["listed_partitions"], result["listed_retention_ms"]) == (6, "3600000"), result
     assert result["described_partitions"] == list(range(6)), result
@@ -89,14 +57,14 @@ def test_cluster_admin(target: Target, sarama_client: Path, version: str) -> Non
 def test_a_topic_has_the_configs_of_a_kafka_topic(broker: BrokerProcess, kafka: KafkaReference,
                                                   sarama_client: Path) -> None:
     """DescribeConfig of a topic: the same config names, of the same types, as Kafka 4.3's."""
-    ours = _run(sarama_client, Target("lakefeed", broker.bootstrap, broker.log_path), "admin", "4.3.0")
-    reference = _run(sarama_client, Target("kafka", f"127.0.0.1:{kafka.port}"), "admin", "4.3.0")
+    ours = go_clients.run(sarama_client, Target("lakefeed", broker.bootstrap, broker.log_path), "admin", "4.3.0")
+    reference = go_clients.run(sarama_client, Target("kafka", f"127.0.0.1:{kafka.port}"), "admin", "4.3.0")
     assert ours["config_types"] == reference["config_types"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_idempotent_compressed_and_sync_producers(target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "produce", version)
+    result = go_clients.run(sarama_client, target, "produce", version)
     assert result["produced"] == result["consumed"] == 5 * 600 + 300, result
     assert result["sync_produced"] == 300, result
     # every message at the partition and offset its producer reported, with its key, in the order sent
@@ -107,7 +75,7 @@ def test_idempotent_compressed_and_sync_producers(target: Target, sarama_client:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_partition_consumers_and_offset_lookups(target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "consume", version)
+    result = go_clients.run(sarama_client, target, "consume", version)
     assert (result["from_oldest"], result["from_newest"], result["first_from_newest"]) == (150, 50, 100), result
     assert (result["high_water_mark"], result["first_from_42"]) == (150, 42), result
     assert result["past_end"] == ("kafka server: The requested offset is outside the range of offsets maintained "
@@ -119,7 +87,7 @@ def test_partition_consumers_and_offset_lookups(target: Target, sarama_client: P
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_consumer_group_shares_commits_and_resumes(target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "group", version)
+    result = go_clients.run(sarama_client, target, "group", version)
     assert result["members_partitions"] == [2, 2], result
     assert result["distinct_consumed"] == result["consumed"] == 2000 and result["out_of_order"] == 0, result
     assert result["running"] == {"state": "Stable", "protocol_type": "consumer", "protocol": "range", "members": 2,
@@ -146,7 +114,7 @@ def test_consumer_group_shares_commits_and_resumes(target: Target, sarama_client
 @pytest.mark.parametrize("version", VERSIONS)
 def test_transactions_as_read_committed_and_read_uncommitted_see_them(
         target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "txn", version)
+    result = go_clients.run(sarama_client, target, "txn", version)
     assert result["read_committed_while_open"] == {"c1": 100, "c2": 100}, result
     assert result["read_uncommitted"] == {"c1": 100, "ab": 100, "c2": 100, "open": 50}, result
     assert result["read_committed"] == {"c1": 100, "c2": 100, "open": 50}, result
@@ -158,7 +126,7 @@ def test_transactions_as_read_committed_and_read_uncommitted_see_them(
 @pytest.mark.parametrize("version", VERSIONS)
 def test_consume_transform_produce_with_the_group_offsets_in_each_transaction(
         target: Target, sarama_client: Path, version: str) -> None:
-    result = _run(sarama_client, target, "eos", version)
+    result = go_clients.run(sarama_client, target, "eos", version)
     assert result["transactions"] == 100, result
     assert (result["distinct_outputs"], result["duplicate_outputs"]) == (100, 0), result
     assert result["committed_offset"] == 100, result

@@ -1,11 +1,13 @@
 // sarama_client runs what a Sarama (github.com/IBM/sarama) user does against a Kafka-compatible broker, for
-// tests/broker/test_sarama.py: the same program against our broker and Apache Kafka 4.3.
+// tests/broker/test_sarama.py, and what a segmentio/kafka-go user does, for tests/broker/test_kafka_go.py: the
+// same program against our broker and Apache Kafka 4.3.
 //
 // Usage: sarama_client -brokers HOST:PORT -scenario NAME [-version 4.3.0|default] [-timeout 60s]
 //
 // Each scenario creates its own topics and groups (random names), checks what it can check alone (a
 // failure exits 1 with a message on stderr) and prints one JSON line of what it observed for the test to
-// compare between the two brokers. Scenarios: admin, produce, consume, group, txn, eos.
+// compare between the two brokers. Sarama's scenarios: admin, produce, consume, group, txn, eos; kafka-go's
+// (-version does not apply): kafka-go-admin, kafka-go-produce, kafka-go-group.
 package main
 
 import (
@@ -26,12 +28,15 @@ type options struct {
 }
 
 var scenarios = map[string]func(options) map[string]any{
-	"admin":   runAdmin,
-	"produce": runProduce,
-	"consume": runConsume,
-	"group":   runGroup,
-	"txn":     runTxn,
-	"eos":     runEOS,
+	"admin":            runAdmin,
+	"produce":          runProduce,
+	"consume":          runConsume,
+	"group":            runGroup,
+	"txn":              runTxn,
+	"eos":              runEOS,
+	"kafka-go-admin":   runKgoAdmin,
+	"kafka-go-produce": runKgoProduce,
+	"kafka-go-group":   runKgoGroup,
 }
 
 func fail(format string, args ...any) {
@@ -47,14 +52,15 @@ func check(err error, what string) {
 
 func main() {
 	brokers := flag.String("brokers", "", "bootstrap address")
-	scenario := flag.String("scenario", "", "admin, produce, consume, group, txn or eos")
+	scenario := flag.String("scenario", "", "a scenario name (see above)")
 	version := flag.String("version", "default", "the Kafka version Sarama speaks: a version such as 4.3.0, or default")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after")
 	verbose := flag.Bool("verbose", false, "Sarama's log on stderr")
 	flag.Parse()
 	run, known := scenarios[*scenario]
 	if *brokers == "" || !known {
-		fail("usage: -brokers HOST:PORT -scenario admin|produce|consume|group|txn|eos")
+		fail("usage: -brokers HOST:PORT -scenario admin|produce|consume|group|txn|eos|kafka-go-admin|" +
+			"kafka-go-produce|kafka-go-group")
 	}
 	if *verbose {
 		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
