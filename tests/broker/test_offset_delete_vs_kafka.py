@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import datetime
 import struct
+import time
 import uuid
 from typing import Any
 
+from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
 from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_commit.v8.request import (
@@ -30,14 +35,22 @@ from kio.schema.offset_delete.v0.request import (
     OffsetDeleteRequestTopic,
 )
 from kio.schema.offset_fetch.v6.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequest as OffsetFetchRequestV7
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequestTopic as OffsetFetchTopicV7
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.schema.txn_offset_commit.v3.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
 
 from tests.broker.conftest import Target
 from tests.broker.kio_wire import roundtrip
 from tests.broker.test_group_requests_vs_kafka import _coordinator_ready
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 13, 14
-CREATE_TOPICS, OFFSET_DELETE = 19, 47
+FIND_COORDINATOR, CREATE_TOPICS, INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN = 10, 19, 22, 25, 26
+TXN_OFFSET_COMMIT, OFFSET_DELETE = 28, 47
 SESSION = datetime.timedelta(seconds=30)
 
 
@@ -157,3 +170,54 @@ def test_a_non_empty_group_of_another_protocol_type_is_non_empty_group(target: T
         assert _committed(port, group, topic, range(1)) == [10], target.name
     finally:
         _leave(port, group, member_id)
+
+
+def _transactional_producer(port: int, transactional_id: str) -> tuple[int, int]:
+    """InitProducerId for a transactional id once its coordinator answers: (producer id, epoch)."""
+    deadline = time.monotonic() + 30
+    while True:
+        _, found = roundtrip(port, FIND_COORDINATOR, 3, FindCoordinatorRequest(key=transactional_id, key_type=1))
+        if found.error_code == ErrorCode.none:
+            _, initialized = roundtrip(port, INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout=datetime.timedelta(seconds=60),
+                producer_id=-1, producer_epoch=-1))
+            if initialized.error_code == ErrorCode.none:
+                return int(initialized.producer_id), int(initialized.producer_epoch)
+        assert time.monotonic() < deadline, f"no transaction coordinator for {transactional_id}"
+        time.sleep(0.2)
+
+
+def _fetch_stable(port: int, group: str, topic: str) -> tuple[ErrorCode, int]:
+    _, answer = roundtrip(port, OFFSET_FETCH, 7, OffsetFetchRequestV7(group_id=group, require_stable=True, topics=(
+        OffsetFetchTopicV7(name=topic, partition_indexes=(0,)),)))
+    partition = answer.topics[0].partitions[0]
+    return partition.error_code, partition.committed_offset
+
+
+def test_deleting_an_offset_drops_the_one_an_open_transaction_holds(target: Target) -> None:
+    """Kafka writes a tombstone for a partition whose offset an open transaction holds, and replaying a tombstone
+    drops the pending transactional offsets of that partition too (OffsetMetadataManager.replay): the
+    transaction's commit no longer brings it back. While pending, OffsetFetch with require_stable answers
+    UNSTABLE_OFFSET_COMMIT with no offset (-1, OffsetMetadataManager.fetchOffsets), not the committed one."""
+    port, group, transactional_id = target.port, f"g-{uuid.uuid4().hex[:10]}", f"tx-{uuid.uuid4().hex[:10]}"
+    _coordinator_ready(port, group)
+    topic = _topic(port, 1)
+    _commit(port, group, topic, range(1))
+    producer_id, epoch = _transactional_producer(port, transactional_id)
+    _, added = roundtrip(port, ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch, group_id=group))
+    assert added.error_code == ErrorCode.none, target.name
+    _, staged = roundtrip(port, TXN_OFFSET_COMMIT, 3, TxnOffsetCommitRequest(
+        transactional_id=transactional_id, group_id=group, producer_id=producer_id, producer_epoch=epoch,
+        generation_id=-1, member_id="", group_instance_id=None, topics=(TxnOffsetCommitRequestTopic(
+            name=topic, partitions=(TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=20, committed_leader_epoch=-1, committed_metadata=""),)),)))
+    assert staged.topics[0].partitions[0].error_code == ErrorCode.none, target.name
+    assert _fetch_stable(port, group, topic) == (ErrorCode.unstable_offset_commit, -1), target.name
+
+    assert _delete(port, group, {topic: (0,)}) == (ErrorCode.none, {(topic, 0): ErrorCode.none}), target.name
+    assert _fetch_stable(port, group, topic) == (ErrorCode.none, -1), target.name
+    _, ended = roundtrip(port, END_TXN, 3, EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                                         producer_epoch=epoch, committed=True))
+    assert ended.error_code == ErrorCode.none, target.name
+    assert _fetch_stable(port, group, topic) == (ErrorCode.none, -1), target.name
