@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -76,7 +77,9 @@ func main() {
 	defer timer.Stop()
 	result := run(options{brokers: []string{*brokers}, version: parsed, deadline: started.Add(*timeout)})
 	result["scenario"] = *scenario
-	result["version"] = parsed.String()
+	if !strings.HasPrefix(*scenario, "kafka-go-") {
+		result["version"] = parsed.String()
+	}
 	result["elapsed_ms"] = time.Since(started).Milliseconds()
 	line, err := json.Marshal(result)
 	check(err, "json")
