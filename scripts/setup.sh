@@ -62,12 +62,14 @@ if [ ! -e "$cache/warm-$warm_key" ]; then
   touch "$cache/warm-$warm_key"
 fi
 # --- Go modules ------------------------------------------------------------------------------
-# tests/broker/franz_txn (franz-go's transactions against our broker and Kafka) is built by its test offline
-# (GOPROXY=off) from the module cache filled here; `go mod download` checks go.sum and does nothing when cached.
+# tests/broker/franz_txn (franz-go's transactions against our broker and Kafka) and tests/broker/sarama_client
+# (Sarama and segmentio/kafka-go against both) are built by their tests offline (GOPROXY=off) from the module
+# cache filled here; `go mod download` checks go.sum and does nothing when cached.
 if ! command -v go >/dev/null 2>&1; then
   echo "[setup] error: 'go' is not on PATH; tests/broker/franz_txn needs a Go toolchain (go.mod's go version or newer)" >&2
   exit 1
 fi
 (cd tests/broker/franz_txn && GOFLAGS=-mod=readonly go mod download)
+(cd tests/broker/sarama_client && GOFLAGS=-mod=readonly go mod download)
 
 say "ready"

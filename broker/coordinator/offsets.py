@@ -50,6 +50,11 @@ class OffsetStore:
         offsets = self._offsets.setdefault(group, {})
         if value is None:
             offsets.pop((topic, partition), None)
+            # As Kafka replays a tombstone: the partition's offsets staged by open transactions go too, so that
+            # deleting an offset (OffsetDelete, DeleteGroups) is not undone by a later transaction commit.
+            for staged in self._pending.values():
+                if group in staged:
+                    staged[group] = [c for c in staged[group] if (c.topic, c.partition) != (topic, partition)]
         else:
             offsets[(topic, partition)] = value
 

@@ -2,7 +2,8 @@
 
 With `require_stable` (v7+, sent by read_committed consumers, KIP-447) a partition whose offset an open
 transaction has staged (TxnOffsetCommit not yet committed or aborted) answers UNSTABLE_OFFSET_COMMIT, which
-clients retry, so a consumer taking over never starts from an offset that is about to change.
+clients retry, so a consumer taking over never starts from an offset that is about to change; such a partition
+shows no offset (-1), as in Kafka.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def _topics(state: BrokerState, cls: Any, group_id: str, wanted: Any, suffix: st
     for name, partitions in requested:
         answers = []
         for index in partitions:
-            committed = state.offsets.fetch(group_id, name, index)
+            # an unstable partition shows no offset, as Kafka's OffsetMetadataManager.fetchOffsets answers it
+            is_unstable = (name, index) in unstable
+            committed = None if is_unstable else state.offsets.fetch(group_id, name, index)
             answers.append(
                 build(
                     partition_cls,
@@ -40,7 +43,7 @@ def _topics(state: BrokerState, cls: Any, group_id: str, wanted: Any, suffix: st
                     committed_offset=committed.offset if committed else -1,
                     committed_leader_epoch=committed.leader_epoch if committed else -1,
                     metadata=committed.metadata if committed else "",
-                    error_code=ErrorCode.unstable_offset_commit if (name, index) in unstable else ErrorCode.none,
+                    error_code=ErrorCode.unstable_offset_commit if is_unstable else ErrorCode.none,
                 )
             )
         result.append(build(topic_cls, name=name, partitions=tuple(answers)))

@@ -41,6 +41,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("delete_topics", 1, 6),
     ("init_producer_id", 0, 4),
     ("delete_groups", 0, 2),
+    ("offset_delete", 0, 0),
     ("delete_records", 0, 2),
     ("offset_for_leader_epoch", 2, 4),
     ("describe_configs", 1, 4),
@@ -51,6 +52,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("describe_cluster", 0, 1),
     ("describe_topic_partitions", 0, 0),
     ("elect_leaders", 0, 2),
+    ("list_partition_reassignments", 0, 0),
     # Transactions (broker/coordinator/transactions.py), transaction version 1 (KIP-98/KIP-447): no finalized
     # transaction.version feature is advertised, so clients never use KIP-890's version-2 protocol.
     ("add_partitions_to_txn", 0, 5),

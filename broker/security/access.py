@@ -305,6 +305,24 @@ async def _offset_commit(caller: Caller, state: BrokerState, request: Request, h
     return await rule(caller, state, request, handler)
 
 
+def _offset_delete_topic_denied(cls: Any, topic: Any, request: Request) -> Any:
+    return build(nested(cls, "OffsetDeleteResponseTopic"), name=topic.name, partitions=tuple(
+        build(nested(cls, "OffsetDeleteResponsePartition"), partition_index=p.partition_index, error_code=TAF)
+        for p in topic.partitions))
+
+
+_offset_delete_topics = _per_item("topics", lambda c, s, t: c.may(Operation.READ, _TOPIC, t.name),
+                                  _offset_delete_topic_denied, "topics")
+
+
+async def _offset_delete(caller: Caller, state: BrokerState, request: Request, handler: Handler) -> Any:
+    """As Kafka's KafkaApis: DELETE on the group for the whole request, then READ on each topic."""
+    if not caller.may(Operation.DELETE, _GROUP, request.body.group_id):
+        cls = response_class(request.header.api_key, request.header.api_version)
+        return build(cls, error_code=GAF, throttle_time=NO_THROTTLE, topics=())
+    return await _offset_delete_topics(caller, state, request, handler)
+
+
 def _hide_offsets(caller: Caller, topics: Iterable[Any]) -> tuple[Any, ...]:
     """Committed offsets of topics the caller may not describe are answered TOPIC_AUTHORIZATION_FAILED."""
     out = []
@@ -385,7 +403,7 @@ def _cluster(operation: Operation) -> Callable[[Caller, Request], bool]:
 
 def _cluster_denied(cls: Any, request: Request) -> Any:
     return build(cls, throttle_time=NO_THROTTLE, error_code=CAF, error_message=CAF.name, results=(),
-                 replica_election_results=())
+                 replica_election_results=(), topics=())
 
 
 def _replica_or_topics(caller: Caller, state: BrokerState, topic: Any) -> bool:
@@ -500,6 +518,7 @@ RULES: dict[int, Rule] = {
                                                     _config_denied("AlterConfigsResourceResponse"), "responses"),
     api_key("describe_log_dirs"): _whole(_cluster(Operation.DESCRIBE), _cluster_denied),
     api_key("elect_leaders"): _whole(_cluster(Operation.ALTER), _cluster_denied),
+    api_key("list_partition_reassignments"): _whole(_cluster(Operation.DESCRIBE), _cluster_denied),
     api_key("join_group"): _whole(_group_read, _group_denied_whole),
     api_key("sync_group"): _whole(_group_read, _group_denied_whole),
     api_key("heartbeat"): _whole(_group_read, _group_denied_whole),
@@ -515,6 +534,7 @@ RULES: dict[int, Rule] = {
     api_key("delete_groups"): _per_item(
         "groups_names", lambda c, s, g: c.may(Operation.DELETE, _GROUP, g),
         lambda cls, g, r: build(nested(cls, "DeletableGroupResult"), group_id=g, error_code=GAF), "results"),
+    api_key("offset_delete"): _offset_delete,
     api_key("list_groups"): _filtered(_list_groups),
     api_key("init_producer_id"): _whole(_init_producer_id_allowed, _init_producer_id_denied),
     api_key("end_txn"): _whole(_txn_write, _txn_denied),

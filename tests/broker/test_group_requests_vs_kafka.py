@@ -31,24 +31,30 @@ from kio.schema.offset_commit.v8.request import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from kio.schema.offset_fetch.v6.request import OffsetFetchRequest
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 
 from tests.broker.conftest import Target
 from tests.broker.kio_wire import roundtrip
 
-OFFSET_COMMIT, FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 8, 10, 11, 13, 14, 15
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 8, 9, 10, 11, 13, 14
+DESCRIBE_GROUPS = 15
 LIST_GROUPS, CREATE_TOPICS = 16, 19
 SESSION = datetime.timedelta(seconds=30)  # a given member id stays pending this long: ample on a busy machine
 REBALANCE = datetime.timedelta(seconds=30)
 
 
 def _coordinator_ready(port: int, group: str) -> None:
-    """Kafka answers COORDINATOR_NOT_AVAILABLE until `__consumer_offsets` exists (FindCoordinator creates it)."""
+    """Kafka answers COORDINATOR_NOT_AVAILABLE until `__consumer_offsets` exists (FindCoordinator creates it),
+    then NOT_COORDINATOR to group requests until the coordinator has loaded the group's partition: wait for an
+    OffsetFetch of the group to be answered."""
     deadline = time.monotonic() + 30
     while True:
         _, answer = roundtrip(port, FIND_COORDINATOR, 3, FindCoordinatorRequest(key=group, key_type=0))
         if answer.error_code == ErrorCode.none:
-            return
+            _, answer = roundtrip(port, OFFSET_FETCH, 6, OffsetFetchRequest(group_id=group, topics=()))
+            if answer.error_code == ErrorCode.none:
+                return
         assert time.monotonic() < deadline, f"no coordinator for {group}: {answer.error_code!r}"
         time.sleep(0.2)
 

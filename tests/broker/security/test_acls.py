@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
@@ -23,6 +23,12 @@ from confluent_kafka.admin import (
 )
 from kafka import KafkaProducer  # type: ignore[import-untyped]
 from kafka.errors import TopicAuthorizationFailedError  # type: ignore[import-untyped]
+from kio.schema.errors import ErrorCode
+from kio.schema.offset_delete.v0.request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
 
 from lakefeed_testing.kafka_reference import run_kafka_tool
 from lakefeed_testing.secure_broker import (
@@ -277,3 +283,29 @@ def test_transactions_need_write_on_the_transactional_id_and_the_topics(
     producer.begin_transaction()
     producer.produce(topic, b"v")
     producer.commit_transaction(30)
+
+
+def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic(secure_broker: SecureBroker) -> None:
+    """Kafka's KafkaApis.handleOffsetDeleteRequest: without DELETE on the group the whole request is
+    GROUP_AUTHORIZATION_FAILED; a topic the caller may not READ is TOPIC_AUTHORIZATION_FAILED per partition."""
+    principal = "User:CN=client,O=lakefeed-test"  # the `client` certificate, which no ACL names
+    topic, group = f"acl-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    _create_topic(secure_broker, topic)
+    super_user = admin(secure_broker)  # kept referenced: a destroyed client fails its futures
+    committed = super_user.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 5)])])
+    committed[group].result(timeout=10)
+    tls = ssl.create_default_context(cafile=str(secure_broker.ca.ca_file))
+    tls.load_cert_chain(str(secure_broker.client.certificate), str(secure_broker.client.key))
+    request = OffsetDeleteRequest(group_id=group, topics=(
+        OffsetDeleteRequestTopic(name=topic, partitions=(OffsetDeleteRequestPartition(partition_index=0),)),))
+
+    def delete() -> tuple[ErrorCode, list[ErrorCode]]:
+        _, answer = roundtrip(secure_broker.ports["SSL"], 47, 0, request, tls=tls)
+        return answer.error_code, [p.error_code for t in answer.topics for p in t.partitions]
+
+    assert delete() == (ErrorCode.group_authorization_failed, [])
+    grant(secure_broker, acl(principal, ResourceType.GROUP, group, AclOperation.DELETE))
+    assert delete() == (ErrorCode.none, [ErrorCode.topic_authorization_failed])
+    grant(secure_broker, acl(principal, ResourceType.TOPIC, topic, AclOperation.READ))
+    assert delete() == (ErrorCode.none, [ErrorCode.none])
