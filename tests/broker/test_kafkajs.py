@@ -114,6 +114,16 @@ def test_two_consumers_of_a_group_then_a_restart_resumes_at_the_committed_offset
     assert sum(_ints(result["finalEnds"]).values()) == 2300, target.name
 
 
+def test_a_member_killed_without_leaving_loses_its_partitions_at_its_session_timeout(target: Target,
+                                                                                     node: str) -> None:
+    result = _run(node, target, "crash")
+    assert result["sharedAssignment"] == [2, 2], (target.name, result)
+    assert result["rejoinedWithAll"] == 4, (target.name, result)  # the survivor's assignment after the rebalance
+    assert result["received"] == result["perPartitionTotal"] == 400 and result["problems"] == [], (target.name,
+                                                                                                  result)
+    assert result["group"] == {"state": "Stable", "members": 1}, target.name
+
+
 def test_transactions_commit_abort_and_read_committed(target: Target, node: str) -> None:
     result = _run(node, target, "transactions")
     # 150 + 60 + 90 records and one control record in each of the 3 partitions for each of 3 ended transactions;

@@ -676,7 +676,76 @@ async function fencing() {
   })
 }
 
-const SCENARIOS = { admin, produce, group, transactions, seek, extras, fencing }
+// A group member that joins and then waits to be killed: the `member` scenario, started by `crash`.
+async function member() {
+  const [groupId, topic] = process.argv.slice(4)
+  const consumer = kafka.consumer({ groupId, heartbeatInterval: 500, sessionTimeout: 6000, rebalanceTimeout: 20000 })
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    const partitions = (payload.memberAssignment[topic] || []).length
+    process.stdout.write(JSON.stringify({ joined: partitions }) + '\n')
+  })
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
+  await consumer.run({ eachMessage: async () => {} })
+  await new Promise(() => {}) // until killed
+}
+
+// A member dies without leaving (SIGKILL): once its session times out the group rebalances and the survivor
+// gets every partition and reads every record produced after the death exactly once.
+async function crash() {
+  return withAdmin(async admin => {
+    const topic = unique('kjs-crash')
+    const groupId = unique('kjs-crash')
+    await createTopic(admin, topic, 4)
+    const joins = []
+    const survivor = kafka.consumer({ groupId, heartbeatInterval: 500, sessionTimeout: 6000, rebalanceTimeout: 20000 })
+    survivor.on(survivor.events.GROUP_JOIN, ({ payload }) => joins.push((payload.memberAssignment[topic] || []).length))
+    const ledger = new Ledger()
+    await survivor.connect()
+    await survivor.subscribe({ topics: [topic], fromBeginning: true })
+    await survivor.run({ eachMessage: async ({ partition, message }) => { ledger.add(partition, message) } })
+    await waitFor('the survivor to join', async () => ({ done: joins.length > 0, value: joins }), 20000)
+
+    const { spawn } = require('child_process')
+    const child = spawn(process.execPath, [__filename, bootstrap, 'member', groupId, topic],
+                        { stdio: ['ignore', 'pipe', 'inherit'] })
+    let childJoined = null
+    child.stdout.on('data', data => { childJoined = JSON.parse(data.toString().trim().split('\n').pop()).joined })
+    try {
+      const shared = await waitFor('two members sharing the partitions', async () => {
+        const described = (await admin.describeGroups([groupId])).groups[0]
+        const done = described.state === 'Stable' && described.members.length === 2 && childJoined !== null
+          && joins[joins.length - 1] + childJoined === 4
+        return { done, value: { state: described.state, members: described.members.length, joins, childJoined } }
+      }, 30000, 300)
+      void shared
+    } finally {
+      child.kill('SIGKILL')
+    }
+    const sharedAssignment = [joins[joins.length - 1], childJoined].sort()
+    const joinsBeforeDeath = joins.length
+
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner })
+    await producer.connect()
+    await producer.send({ topic, messages: keyedMessages(400, 20, 'crash') })
+    await producer.disconnect()
+    await waitFor('the survivor to read every record', async () => ({ done: ledger.count >= 400,
+      value: { count: ledger.count, joins } }), 40000)
+    await sleep(1000)
+    const described = (await admin.describeGroups([groupId])).groups[0]
+    await survivor.disconnect()
+    return {
+      sharedAssignment,
+      rejoinedWithAll: joins.slice(joinsBeforeDeath).pop(),
+      received: ledger.count,
+      problems: ledger.problems.slice(0, 10),
+      perPartitionTotal: sumOf(ledger.perPartition()),
+      group: { state: described.state, members: described.members.length },
+    }
+  })
+}
+
+const SCENARIOS = { admin, produce, group, transactions, seek, extras, fencing, crash, member }
 
 async function main() {
   const run = SCENARIOS[scenario]
