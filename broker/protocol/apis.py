@@ -51,6 +51,7 @@ _RANGES: tuple[tuple[str, int, int], ...] = (
     ("describe_cluster", 0, 1),
     ("describe_topic_partitions", 0, 0),
     ("elect_leaders", 0, 2),
+    ("list_partition_reassignments", 0, 0),  # always none under way: replicas are never moved between brokers
     # Transactions (broker/coordinator/transactions.py), transaction version 1 (KIP-98/KIP-447): no finalized
     # transaction.version feature is advertised, so clients never use KIP-890's version-2 protocol.
     ("add_partitions_to_txn", 0, 5),

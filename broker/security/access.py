@@ -385,7 +385,7 @@ def _cluster(operation: Operation) -> Callable[[Caller, Request], bool]:
 
 def _cluster_denied(cls: Any, request: Request) -> Any:
     return build(cls, throttle_time=NO_THROTTLE, error_code=CAF, error_message=CAF.name, results=(),
-                 replica_election_results=())
+                 replica_election_results=(), topics=())
 
 
 def _replica_or_topics(caller: Caller, state: BrokerState, topic: Any) -> bool:
@@ -500,6 +500,7 @@ RULES: dict[int, Rule] = {
                                                     _config_denied("AlterConfigsResourceResponse"), "responses"),
     api_key("describe_log_dirs"): _whole(_cluster(Operation.DESCRIBE), _cluster_denied),
     api_key("elect_leaders"): _whole(_cluster(Operation.ALTER), _cluster_denied),
+    api_key("list_partition_reassignments"): _whole(_cluster(Operation.DESCRIBE), _cluster_denied),
     api_key("join_group"): _whole(_group_read, _group_denied_whole),
     api_key("sync_group"): _whole(_group_read, _group_denied_whole),
     api_key("heartbeat"): _whole(_group_read, _group_denied_whole),

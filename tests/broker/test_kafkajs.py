@@ -76,6 +76,7 @@ def test_admin_topics_offsets_groups_and_configs(target: Target, node: str) -> N
     assert result["group"] == {"state": "Empty", "protocolType": "consumer", "protocol": "", "members": 0,
                                "errorCode": 0}, target.name
     assert result["listedGroup"] == {"protocolType": "consumer"}, target.name
+    assert result["reassignments"] == [{"topics": []}, {"topics": []}], target.name
     assert result["grown"] == 5, target.name
     assert result["afterGroupDelete"] == {"state": "Dead", "members": 0}, target.name
     assert result["gone"] and result["deletedMetadata"] == "UNKNOWN_TOPIC_OR_PARTITION", target.name

@@ -9,6 +9,8 @@ These answer fields differed between the two when tests/broker/test_kafkajs.py's
 - FindCoordinator's error message when there is no error: v1-v3 "NONE" (Kafka puts the error's message, and
   Errors.NONE's is its name), v4+ per coordinator "".
 - DescribeConfigs' per-resource error message when there is no error: "" in every version.
+- ListPartitionReassignments (KafkaJS's admin.listPartitionReassignments) was not served at all: KafkaJS failed
+  with KafkaJSServerDoesNotSupportApiKey. With no reassignment under way Kafka answers no topics, no error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsResource as Re
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest as FindCoordinatorV2
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as FindCoordinatorV4
+from kio.schema.list_partition_reassignments.v0.request import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
+)
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v5.request import OffsetCommitRequest as OffsetCommitV5
 from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as CommitPartitionV5
@@ -43,6 +49,7 @@ from tests.broker.kio_wire import roundtrip
 from tests.broker.test_group_requests_vs_kafka import _coordinator_ready
 
 METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CREATE_TOPICS, DESCRIBE_CONFIGS = 3, 8, 9, 10, 19, 32
+LIST_PARTITION_REASSIGNMENTS = 46
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
@@ -110,3 +117,13 @@ def test_describe_configs_without_error_has_an_empty_message(target: Target) -> 
         include_synonyms=False, include_documentation=False, resources=(
             ResourceV4(resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=("cleanup.policy",)),)))
     assert [(r.error_code, r.error_message) for r in (*v2.results, *v4.results)] == [(ErrorCode.none, "")] * 3
+
+
+def test_list_partition_reassignments_answers_none_under_way(target: Target) -> None:
+    topic = _topic(target.port, 2)
+    for topics in (None, (ListPartitionReassignmentsTopics(name=topic, partition_indexes=(0, 1)),
+                          ListPartitionReassignmentsTopics(name=f"missing-{uuid.uuid4().hex[:8]}",
+                                                           partition_indexes=(0,)))):
+        _, answer = roundtrip(target.port, LIST_PARTITION_REASSIGNMENTS, 0, ListPartitionReassignmentsRequest(
+            timeout=datetime.timedelta(seconds=10), topics=topics))
+        assert (answer.error_code, answer.error_message, answer.topics) == (ErrorCode.none, None, ()), target.name

@@ -176,6 +176,10 @@ async function admin() {
     const groups = await admin.listGroups()
     const listedGroup = groups.groups.find(g => g.groupId === groupId)
 
+    // no reassignment under way, for the named partitions or all
+    const reassignments = [await admin.listPartitionReassignments({ topics: [{ topic, partitions: [0, 1, 2] }] }),
+                           await admin.listPartitionReassignments({})]
+
     await admin.createPartitions({ topicPartitions: [{ topic, count: 5 }] })
     const grown = await waitFor('5 partitions', async () => {
       const m = await admin.fetchTopicMetadata({ topics: [topic] })
@@ -212,6 +216,7 @@ async function admin() {
       group: { state: group.state, protocolType: group.protocolType, protocol: group.protocol,
                members: group.members.length, errorCode: group.errorCode },
       listedGroup: listedGroup && { protocolType: listedGroup.protocolType },
+      reassignments,
       grown,
       afterGroupDelete: { state: afterGroupDelete.state, members: afterGroupDelete.members.length },
       gone: gone >= 0,
