@@ -10,6 +10,7 @@ Java and librdkafka clients no longer send.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -40,8 +41,8 @@ def _run(node: str, target: Target, scenario: str, timeout: float = 90) -> dict[
     started = time.monotonic()
     result = subprocess.run([node, "main.js", target.bootstrap, scenario], cwd=PROGRAM_DIR, capture_output=True,
                             text=True, timeout=timeout + 30,
-                            env={"PATH": "/usr/bin:/bin", "SCENARIO_TIMEOUT_MS": str(int(timeout * 1000)),
-                                 "KAFKAJS_NO_PARTITIONER_WARNING": "1"})
+                            env={**os.environ, "SCENARIO_TIMEOUT_MS": str(int(timeout * 1000)),
+                                 "KAFKAJS_NO_PARTITIONER_WARNING": "1"})  # KAFKAJS_DEBUG=1 logs every request
     assert result.returncode == 0, (f"{target.name}: kafkajs scenario {scenario} exited {result.returncode} after "
                                     f"{time.monotonic() - started:.1f} s\n{result.stderr[-12000:]}"
                                     f"{target.log_tail()}")
