@@ -72,4 +72,20 @@ fi
 (cd tests/broker/franz_txn && GOFLAGS=-mod=readonly go mod download)
 (cd tests/broker/sarama_client && GOFLAGS=-mod=readonly go mod download)
 
+# --- Node modules ----------------------------------------------------------------------------
+# tests/broker/kafkajs_client (KafkaJS against our broker and Kafka) runs with node from the node_modules
+# installed here from its package-lock.json; the test itself never runs npm.
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "[setup] error: 'node' and 'npm' must be on PATH; tests/broker/kafkajs_client needs Node.js 18 or newer" >&2
+  exit 1
+fi
+kafkajs_dir=tests/broker/kafkajs_client
+node_stamp="$kafkajs_dir/node_modules/.lakefeed-installed"
+node_want=$(sha256sum "$kafkajs_dir/package-lock.json" | cut -c1-16)
+if [ "$(cat "$node_stamp" 2>/dev/null)" != "$node_want" ]; then
+  say "installing node modules in $kafkajs_dir"
+  (cd "$kafkajs_dir" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$node_want" > "$node_stamp"
+fi
+
 say "ready"

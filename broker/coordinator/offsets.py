@@ -16,6 +16,13 @@ class CommittedOffset:
     leader_epoch: int
     metadata: str | None
 
+    @classmethod
+    def committed(cls, offset: int, leader_epoch: int, metadata: str | None) -> CommittedOffset:
+        """An offset as OffsetCommit or TxnOffsetCommit gives it. Kafka keeps a null metadata as "" (the
+        metadata of its offset commit record is not nullable: OffsetAndMetadata's NO_METADATA), so OffsetFetch
+        answers "" for it; KafkaJS commits every offset with null metadata."""
+        return cls(offset, leader_epoch, "" if metadata is None else metadata)
+
 
 @dataclass(frozen=True, slots=True)
 class OffsetChange:

@@ -51,7 +51,7 @@ async def handle(state: BrokerState, request: Request) -> Any:
     for resource in body.resources:
         try:
             configs = tuple(_config(cls, e, synonyms, documentation) for e in _entries(state, resource))
-            code, message = ErrorCode.none, None
+            code, message = ErrorCode.none, ""  # Kafka 4.3's message without error, in every version
         except KafkaApiError as exc:
             configs, code, message = (), exc.code, str(exc)
         results.append(build(nested(cls, "DescribeConfigsResult"), error_code=code, error_message=message,

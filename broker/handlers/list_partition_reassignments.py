@@ -1,6 +1,10 @@
-"""ListPartitionReassignments (46): the partitions whose replicas are being moved. This broker never moves
-replicas (AlterPartitionReassignments is not served), so none is: Kafka's answer for a cluster at rest, whatever
-topics (known or not) are asked (ReplicationControlManager.listReassignments skips unknown ones)."""
+"""ListPartitionReassignments (46): the partition reassignments under way, which here are always none.
+
+This broker never moves a partition's replicas to other brokers (it serves no AlterPartitionReassignments), so
+no reassignment is ever under way. Kafka answers a cluster in that state with no topics and no error, both when
+the request asks for every reassignment (null topics) and when it names partitions, unknown topics included.
+KafkaJS's admin.listPartitionReassignments and `kafka-reassign-partitions --list` ask it.
+"""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def _codes(state: BrokerState, body: Any) -> tuple[dict[tuple[str, int], ErrorCo
                 code = ErrorCode.unknown_topic_or_partition
             codes[(topic.name, part.partition_index)] = code
             if code is ErrorCode.none:
-                value = CommittedOffset(
+                value = CommittedOffset.committed(
                     part.committed_offset, getattr(part, "committed_leader_epoch", -1), part.committed_metadata
                 )
                 changes.append(OffsetChange(topic.name, part.partition_index, value))

@@ -43,8 +43,9 @@ async def _commit(state: BrokerState, body: Any) -> ErrorCode:
     except KafkaApiError as exc:
         return exc.code
     changes = [OffsetChange(t.name, int(p.partition_index),
-                            CommittedOffset(int(p.committed_offset), int(getattr(p, "committed_leader_epoch", -1)),
-                                            p.committed_metadata))
+                            CommittedOffset.committed(int(p.committed_offset),
+                                                      int(getattr(p, "committed_leader_epoch", -1)),
+                                                      p.committed_metadata))
                for t in body.topics for p in t.partitions]
     try:
         await state.write_txn_offsets(body.group_id, int(body.producer_id), int(body.producer_epoch), changes,
