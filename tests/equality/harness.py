@@ -29,7 +29,7 @@ from lakefeed_testing.random_workload import KINDS, Options, plan, run
 from spark_pipelines.config import load_config
 from spark_pipelines.io.delta import exists, live_rows
 from spark_pipelines.io.kafka import read_stream
-from spark_pipelines.jobs.apply import start_query
+from spark_pipelines.jobs.apply import ApplyBatch, start_query
 from spark_pipelines.verify import TableResult, verify_table
 from spark_pipelines.verify_report import describe_differences
 
@@ -43,6 +43,7 @@ KNOWN_UNFIXED: dict[str, str] = {
     # test_snapshot.py, tests/spark_pipelines/jobs/test_table_ddl.py).
 }
 CATCH_UP_TIMEOUT_S = 300
+MERGE_ON_READ_BATCH = 40  # records per micro-batch under LAKEFEED_EQ_MERGE_EVERY
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
 # "mariadb" kills -9 the source and starts it again on its data directory (a private MariaDB for that run,
 # not the shared fixture): the changefeed must reconnect and resume from its checkpoint.
@@ -285,19 +286,26 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
         "checkpoint": str(workdir / f"checkpoint-{dispatcher}"),
         "trigger": {"available_now": True},
     }
+    merge_every = int(os.environ.get("LAKEFEED_EQ_MERGE_EVERY", "0"))
+    if merge_every:
+        # Merge-on-read, in small micro-batches: most wait in the change buffer, DDL merges it mid-run.
+        document["target"]["merge_every_seconds"] = merge_every
+        document["source"]["max_offsets_per_trigger"] = MERGE_ON_READ_BATCH
     path = workdir / f"pipeline-{dispatcher}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     config = load_config(path)
     mark = time.monotonic()
     if kill_spark:
         _kill_spark_mid_batch(path, workdir / f"checkpoint-{dispatcher}", workdir)
-    query = start_query(spark, read_stream(spark, config.source), config, once=True)
+    batch = ApplyBatch(config)
+    query = start_query(spark, read_stream(spark, config.source), config, once=True, batch=batch)
     query.awaitTermination(timeout=600)
     if query.isActive:
         query.stop()
         raise AssertionError(f"the pipeline for {topic} did not finish in 600 s")
     if query.exception() is not None:
         raise AssertionError(f"the pipeline for {topic} failed: {query.exception()}")
+    batch.merge_buffer(spark, force=True)  # as `spark-pipeline run --once` does before it exits
     mark = report.timed("pipeline", mark)
 
     def connect() -> Any:
