@@ -15,6 +15,10 @@
   `--heap-every S` the JVM's heap after a full GC every S seconds. `--lag-plot FILE` also draws Delta's
   lag over the run (at each poll: now minus the commit time of the newest visible row), to see whether it
   stays bounded; the rows committed but not yet visible are printed per third of the run.
+- `--merge-every-seconds N`: both parts with the pipeline merge-on-read (`target.merge_every_seconds`): the
+  materialise line then also gives the buffered batch alone, and its total includes the buffer's merge; the
+  live run counts a row visible once its commit is in the change buffer (`BufferTail`: what `current_rows`
+  reads) or in the table.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+import pyarrow.parquet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -44,8 +50,9 @@ from lakefeed_testing.mysql import MySQLServer, mysql_server
 from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from lakefeed_testing.spark import build_spark_session
 from spark_pipelines.config import PipelineConfig, SourceConfig
+from spark_pipelines.io.change_buffer import buffer_location
 from spark_pipelines.io.kafka import read_stream
-from spark_pipelines.jobs.apply import start_query
+from spark_pipelines.jobs.apply import ApplyBatch, start_query
 
 DATABASE = "bench_pipeline"
 
@@ -83,18 +90,28 @@ def _load(mysql: MySQLServer, rows: int) -> None:
         conn.commit()
 
 
-def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: int, run: str) -> dict[str, float]:
-    config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / run / "delta"), str(work / run / "ckpt"))
+def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: int, run: str,
+                 merge_every: int) -> dict[str, float]:
+    config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / run / "delta"), str(work / run / "ckpt"),
+                            merge_every_seconds=merge_every)
+    batch = ApplyBatch(config)
     started = time.perf_counter()
-    query = start_query(spark, read_stream(spark, config.source), config)
+    query = start_query(spark, read_stream(spark, config.source), config, batch=batch)
     query.awaitTermination()
     merge_s = time.perf_counter() - started
+    rates = {}
+    if merge_every:  # merge-on-read: the batch went to the change buffer; its merge is timed on its own
+        rates["pipeline, merge-on-read: buffered"] = records / merge_s
+        started = time.perf_counter()
+        batch.merge_buffer(spark, force=True)
+        merge_s += time.perf_counter() - started
+    rates["pipeline (parse, order, MERGE)"] = records / merge_s
     started = time.perf_counter()
     (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
      .option("startingOffsets", "earliest").load()
      .write.format("delta").mode("overwrite").save(str(work / run / "raw")))
     append_s = time.perf_counter() - started
-    return {"pipeline (parse, order, MERGE)": records / merge_s, "plain Kafka -> Delta append": records / append_s}
+    return {**rates, "plain Kafka -> Delta append": records / append_s}
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,35 @@ class DeltaLogTail:
         raise KeyError(f"column {self._column!r} is not in the Delta table's schema")
 
 
+class BufferTail:
+    """The newest `column` value of source table `table` waiting in merge-on-read's change buffer
+    (io/change_buffer.py), read from the buffer's transaction log and the Parquet files its commits add,
+    without Spark: the buffer holds messages, whose row values (`row`, a map) have no statistics. A buffered
+    row is visible to `current_rows` from the moment its commit exists, as a merged row is in the table."""
+
+    def __init__(self, buffer: Path, table: str, column: str) -> None:
+        self._root = buffer
+        self._log = buffer / "_delta_log"
+        self._table, self._column = table, column
+        self._next = 0
+        self.newest: int | None = None
+
+    def poll(self) -> int | None:
+        while (commit := self._log / f"{self._next:020d}.json").exists():
+            for line in commit.read_text().splitlines():
+                added = json.loads(line).get("add")
+                if added is None:
+                    continue
+                data = pyarrow.parquet.read_table(self._root / urllib.parse.unquote(added["path"]),
+                                                  columns=["table", "row"])
+                for table, row in zip(data["table"].to_pylist(), data["row"].to_pylist(), strict=True):
+                    value = dict(row or ()).get(self._column) if table == self._table else None
+                    if value is not None and (self.newest is None or int(value) > self.newest):
+                        self.newest = int(value)
+            self._next += 1
+        return self.newest
+
+
 @dataclass(frozen=True)
 class HeapSample:
     """The JVM's heap in use right after a full collection (its live set), seconds since the writer started."""
@@ -165,7 +211,7 @@ def _live_heap_mib(spark: Any) -> float:
 
 
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
-               store: Path, poller: str, heap_every: float | None
+               store: Path, poller: str, heap_every: float | None, merge_every: int
                ) -> tuple[list[float], list[LagSample], float, list[HeapSample], list[dict[str, Any]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
@@ -173,7 +219,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     mysql.execute("CREATE TABLE live (id INT PRIMARY KEY, v INT)", database=DATABASE)
     feed = _feed(mysql, uri, Checkpoint(start_position(_settings(mysql)), 0), store, blocking_target=False)
     config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / "live-delta"), str(work / "live-ckpt"),
-                            available_now=False, processing_time="1 second")
+                            available_now=False, processing_time="1 second", merge_every_seconds=merge_every)
     committed: dict[int, float] = {}
     stop = threading.Event()
     per_commit = max(1, round(rate / 200))  # one INSERT round trip per row cannot reach thousands a second
@@ -205,6 +251,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
         query = start_query(spark, read_stream(spark, config.source), config)
         path = config.table_path(DATABASE, "live")
         tail = DeltaLogTail(Path(path), "id")
+        buffered = BufferTail(Path(buffer_location(str(work / "live-delta"))), "live", "id") if merge_every else None
         seen = -1
         deadline = time.time() + seconds
         next_heap = time.time() + (heap_every or 0)
@@ -219,6 +266,8 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
             if poller == "delta-log":
                 time.sleep(0.05)
                 top = tail.poll()
+                if buffered is not None and (waiting := buffered.poll()) is not None:
+                    top = waiting if top is None else max(top, waiting)
             else:
                 time.sleep(0.25)
                 try:
@@ -308,8 +357,11 @@ def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
 @click.option("--skip-materialise", is_flag=True, help="Only the live run (on a cold JVM).")
 @click.option("--heap-every", type=float, default=None,
               help="Also sample the JVM's heap after a full GC every this many seconds of the live run.")
+@click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
+              help="Run the pipeline merge-on-read (target.merge_every_seconds); freshness then counts a row "
+                   "visible once it is in the change buffer (read by current_rows) or merged.")
 def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
-         skip_materialise: bool, heap_every: float | None) -> None:
+         skip_materialise: bool, heap_every: float | None, merge_every: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -330,12 +382,13 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                            "each job into new tables; first in this JVM (cold), then again (warm)")
                 click.echo(f"{'run':<6}{'job':<34}{'records/s':>12}{'ratio':>8}")
                 for run in ("cold", "warm"):
-                    rates = _materialise(spark, broker.bootstrap, topic, work, records, run)
+                    rates = _materialise(spark, broker.bootstrap, topic, work, records, run, merge_every)
                     base = rates["plain Kafka -> Delta append"]
                     for name, rate in rates.items():
                         click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
             found, curve, written, heap, batches = _freshness(
-                spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every)
+                spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
+                merge_every)
             _print_batch_phases(batches)
             _print_heap(heap)
             lags = sorted(found)

@@ -43,7 +43,6 @@ KNOWN_UNFIXED: dict[str, str] = {
     # test_snapshot.py, tests/spark_pipelines/jobs/test_table_ddl.py).
 }
 CATCH_UP_TIMEOUT_S = 300
-MERGE_ON_READ_BATCH = 40  # records per micro-batch under LAKEFEED_EQ_MERGE_EVERY
 # One fault per run, injected when half the workload has committed (the Spark one while the pipeline runs).
 # "mariadb" kills -9 the source and starts it again on its data directory (a private MariaDB for that run,
 # not the shared fixture): the changefeed must reconnect and resume from its checkpoint.
@@ -286,11 +285,10 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
         "checkpoint": str(workdir / f"checkpoint-{dispatcher}"),
         "trigger": {"available_now": True},
     }
-    merge_every = int(os.environ.get("LAKEFEED_EQ_MERGE_EVERY", "0"))
-    if merge_every:
-        # Merge-on-read, in small micro-batches: most wait in the change buffer, DDL merges it mid-run.
-        document["target"]["merge_every_seconds"] = merge_every
-        document["source"]["max_offsets_per_trigger"] = MERGE_ON_READ_BATCH
+    if merge_every := int(os.environ.get("LAKEFEED_EQ_MERGE_EVERY", "0")):
+        document["target"]["merge_every_seconds"] = merge_every  # merge-on-read
+    if max_offsets := int(os.environ.get("LAKEFEED_EQ_MAX_OFFSETS", "0")):
+        document["source"]["max_offsets_per_trigger"] = max_offsets  # many micro-batches
     path = workdir / f"pipeline-{dispatcher}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     config = load_config(path)
