@@ -70,3 +70,33 @@ def test_pipeline_benchmark_sees_rows_in_the_delta_log_as_spark_reads_them(spark
         assert tail.poll() == spark.read.format("delta").load(str(path)).agg({"id": "max"}).collect()[0][0]
     assert tail.poll() == 7
     assert tail._physical != "id"  # the statistics were found by the physical name
+
+
+def test_pipeline_benchmark_sees_rows_waiting_in_the_change_buffer(spark: Any, tmp_path: Path) -> None:
+    """Under merge-on-read (`--merge-every-seconds`) a row is visible once it waits in the change buffer:
+    bench/pipeline.py's BufferTail must report the newest key of the table that `current_rows` reads there,
+    batch by batch, also after a merge emptied the buffer."""
+    from spark_pipelines.config import PipelineConfig, SourceConfig
+    from spark_pipelines.io.change_buffer import buffer_location
+    from spark_pipelines.io.current import current_rows
+    from spark_pipelines.jobs.apply import ApplyBatch
+    from tests.spark_pipelines.canal import dml, records
+
+    bench = _bench_module("pipeline.py")
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "delta"), str(tmp_path / "ckpt"),
+                            merge_every_seconds=10**9)
+    job = ApplyBatch(config)
+    tail = bench.BufferTail(Path(buffer_location(str(tmp_path / "delta"))), "live", "id")
+    assert tail.poll() is None
+    first = 0
+    for batch_id, ids in enumerate(([3, 1, 2], [9, 4], [5])):
+        values = [dml("live", "INSERT", {"id": str(i), "name": "v"}, es=1000 + first + n) for n, i in enumerate(ids)]
+        values.append(dml("other", "INSERT", {"id": "99", "name": "v"}, es=2000 + first))  # another table's key
+        job(records(spark, values).selectExpr("topic", "partition", f"offset + {first} AS offset", "key", "value"),
+            batch_id)
+        first += len(values)
+        newest = current_rows(spark, config, "shop", "live").agg({"id": "max"}).collect()[0][0]
+        assert tail.poll() == newest
+        if batch_id == 1:
+            job.merge_buffer(spark, force=True)  # the buffer empties; what it held stays visible in the table
+    assert tail.poll() == 9
