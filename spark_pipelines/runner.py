@@ -88,6 +88,8 @@ def _follow(spark: Any, config: PipelineConfig, once: bool, live: bool, metrics:
     except KeyboardInterrupt:
         query.stop()
     except Exception as exc:
+        if query.isActive:  # the buffer's merge between batches failed: the stream stops with it
+            query.stop()
         report_new()
         if status is not None:
             status.clear()

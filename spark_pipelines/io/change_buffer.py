@@ -55,13 +55,15 @@ class ChangeBuffer:
         self.holds_changes = True
 
     def pending(self, spark: Any) -> DataFrame | None:
-        return pending_messages(spark, self.path) if self.holds_changes else None
+        found = pending_messages(spark, self.path) if self.holds_changes else None
+        self.holds_changes = found is not None
+        return found
 
     def merged(self, spark: Any) -> None:
         """Everything read from the buffer has been applied: empty it (one commit, no data rewritten) and
         start the next interval. A crash before this point applies the same changes again: they change
-        nothing the second time."""
-        if exists(spark, self.path):
+        nothing the second time. An empty buffer gets no commit."""
+        if self.holds_changes and exists(spark, self.path):
             DeltaTable.forPath(spark, self.path).delete()
         self.holds_changes = False
         self._merged_at = self._clock()

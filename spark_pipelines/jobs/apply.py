@@ -233,7 +233,12 @@ class ApplyBatch:
                 self.buffer.merged(spark)  # nothing to apply: only restart the interval
                 return None
             log.info("merging the change buffer between micro-batches (after batch %d)", self.last_batch_id)
-            return self._merge_buffer(spark, None, self.last_batch_id, first_segment=SEGMENTS_PER_BATCH // 2)
+            try:
+                return self._merge_buffer(spark, None, self.last_batch_id, first_segment=SEGMENTS_PER_BATCH // 2)
+            except BaseException as exc:
+                self.failure = exc
+                self._forget()  # as after a failed batch: the tables' state is read afresh next time
+                raise
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0) -> BatchReport:
         summary = self._summary(messages)

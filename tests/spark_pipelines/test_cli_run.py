@@ -140,3 +140,29 @@ def test_batch_lines_metrics_and_a_failed_batch(broker: OwnBroker, spark: Any, t
                       "identified; add a primary key in MySQL, or exclude the table (tables.exclude), or send "
                       "message-key=handle-key"], failed.stderr
     assert "Python Proxy" not in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_run_once_under_merge_on_read_ends_with_the_buffer_merged(broker: OwnBroker, spark: Any, tmp_path: Path,
+                                                                   restore_logging: None) -> None:
+    """`target.merge_every_seconds` far longer than the run: the batch waits in the change buffer, and the
+    command merges it before it exits, so the plain Delta table holds every change after each `--once`."""
+    from spark_pipelines.config import load_config
+    from spark_pipelines.io.change_buffer import buffer_location, pending_messages
+    from spark_pipelines.io.delta import live_rows
+
+    topic = _topic(broker)
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump({
+        "source": {"bootstrap_servers": broker.bootstrap, "topics": [topic]},
+        "target": {"path": str(tmp_path / "delta"), "merge_every_seconds": 3600},
+        "checkpoint": str(tmp_path / "checkpoint"),
+    }), encoding="utf-8")
+    config = load_config(path)
+    table = config.table_path("shop", "acct")
+    for first, last in ((1, 3), (4, 5)):
+        _produce(broker, topic, _acct(first, last))
+        result = CliRunner().invoke(pipeline_cli, ["run", "--config", str(path), "--once"])
+        assert result.exit_code == 0, result.output
+        assert pending_messages(spark, buffer_location(str(tmp_path / "delta"))) is None
+        assert sorted(tuple(r) for r in live_rows(spark, table).collect()) == \
+            [(i, f"o{i}") for i in range(1, last + 1)]
