@@ -18,17 +18,18 @@ from tests.broker.conftest import Target
 PROGRAM_DIR = Path(__file__).parent / "sarama_client"
 
 
-def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built offline (GOPROXY=off): its modules come from the module cache `go mod download` filled."""
+def build(tmp_path_factory: pytest.TempPathFactory, program_dir: Path = PROGRAM_DIR) -> Path:
+    """A Go test program (this one, or another such as tests/broker/franz_txn), built offline (GOPROXY=off): its
+    modules come from the module cache `go mod download` filled."""
     go = shutil.which("go")
     if go is None:
-        pytest.fail(f"`go` is not on PATH: {PROGRAM_DIR} needs the machine's Go toolchain (scripts/setup.sh)")
-    binary = tmp_path_factory.mktemp("go_clients") / "sarama_client"
+        pytest.fail(f"`go` is not on PATH: {program_dir} needs the machine's Go toolchain (scripts/setup.sh)")
+    binary = tmp_path_factory.mktemp(program_dir.name) / program_dir.name
     env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=readonly -buildvcs=false", "GOTOOLCHAIN": "local"}
-    result = subprocess.run([go, "build", "-o", str(binary), "."], cwd=PROGRAM_DIR, env=env, capture_output=True,
+    result = subprocess.run([go, "build", "-o", str(binary), "."], cwd=program_dir, env=env, capture_output=True,
                             text=True, timeout=300)
     if result.returncode != 0:
-        pytest.fail(f"go build of {PROGRAM_DIR} failed (are its modules downloaded? run scripts/setup.sh):\n"
+        pytest.fail(f"go build of {program_dir} failed (are its modules downloaded? run scripts/setup.sh):\n"
                     f"{result.stdout}{result.stderr}")
     return binary
 

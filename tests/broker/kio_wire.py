@@ -7,10 +7,15 @@ import io
 import socket
 import ssl
 import struct
+import time
+import uuid
 from typing import Any
 
 from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
+from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.serial import entity_reader
 
 from broker.protocol.apis import response_class
@@ -76,3 +81,23 @@ def produce(port: int, topic: str, records: bytes) -> tuple[int, str | None]:
     _, response = roundtrip(port, 0, 9, request)
     partition = response.responses[0].partition_responses[0]
     return partition.error_code, partition.error_message
+
+
+def create_topic(port: int, partitions: int) -> str:
+    """A new topic by raw CreateTopics v5, returned once Metadata v12 shows all its partitions: Kafka's broker
+    learns of the topic from its controller a moment after CreateTopics answers."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    _, created = roundtrip(port, 19, 5, CreateTopicsRequest(
+        topics=(CreatableTopic(name=name, num_partitions=partitions, replication_factor=1, assignments=(),
+                               configs=()),),
+        timeout=datetime.timedelta(seconds=10), validate_only=False))
+    assert created.topics[0].error_code == ErrorCode.none, created.topics[0]
+    deadline = time.monotonic() + 20
+    while True:
+        _, metadata = roundtrip(port, 3, 12, MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=name),), allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False))
+        if metadata.topics[0].error_code == ErrorCode.none and len(metadata.topics[0].partitions) == partitions:
+            return name
+        assert time.monotonic() < deadline, f"{name} not in metadata: {metadata.topics[0].error_code!r}"
+        time.sleep(0.1)

@@ -11,8 +11,6 @@ offsets end at the input's end. Its client mode is a plain kgo.Client's BeginTra
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -24,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.broker import go_clients
 from tests.broker.conftest import Target
 
 PROGRAM_DIR = Path(__file__).parent / "franz_txn"
@@ -35,19 +34,7 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="session")
 def franz_txn(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Go program, built once per session offline (GOPROXY=off): its modules come from the module cache
-    that scripts/setup.sh filled with `go mod download`."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.fail("`go` is not on PATH: tests/broker/franz_txn needs the machine's Go toolchain (scripts/setup.sh)")
-    binary = tmp_path_factory.mktemp("franz_txn") / "franz_txn"
-    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=readonly -buildvcs=false", "GOTOOLCHAIN": "local"}
-    result = subprocess.run([go, "build", "-o", str(binary), "."], cwd=PROGRAM_DIR, env=env, capture_output=True,
-                            text=True, timeout=300)
-    if result.returncode != 0:
-        pytest.fail(f"go build of {PROGRAM_DIR} failed (are its modules downloaded? run scripts/setup.sh):\n"
-                    f"{result.stdout}{result.stderr}")
-    return binary
+    return go_clients.build(tmp_path_factory, PROGRAM_DIR)
 
 
 def _topic(target: Target, partitions: int) -> str:

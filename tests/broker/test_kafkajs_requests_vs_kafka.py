@@ -16,10 +16,8 @@ These answer fields differed between the two when tests/broker/test_kafkajs.py's
 from __future__ import annotations
 
 import datetime
-import time
 import uuid
 
-from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_configs.v2.request import DescribeConfigsRequest as DescribeConfigsV2
 from kio.schema.describe_configs.v2.request import DescribeConfigsResource as ResourceV2
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest as DescribeConfigsV4
@@ -31,7 +29,6 @@ from kio.schema.list_partition_reassignments.v0.request import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsTopics,
 )
-from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v5.request import OffsetCommitRequest as OffsetCommitV5
 from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as CommitPartitionV5
 from kio.schema.offset_commit.v5.request import OffsetCommitRequestTopic as CommitTopicV5
@@ -45,7 +42,7 @@ from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup as FetchG
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequestTopics as FetchTopicV8
 
 from tests.broker.conftest import Target
-from tests.broker.kio_wire import roundtrip
+from tests.broker.kio_wire import create_topic, roundtrip
 from tests.broker.test_group_requests_vs_kafka import _coordinator_ready
 
 METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CREATE_TOPICS, DESCRIBE_CONFIGS = 3, 8, 9, 10, 19, 32
@@ -53,29 +50,10 @@ LIST_PARTITION_REASSIGNMENTS = 46
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
-def _topic(port: int, partitions: int) -> str:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    _, created = roundtrip(port, CREATE_TOPICS, 5, CreateTopicsRequest(
-        topics=(CreatableTopic(name=name, num_partitions=partitions, replication_factor=1, assignments=(),
-                               configs=()),),
-        timeout=datetime.timedelta(seconds=10), validate_only=False))
-    assert created.topics[0].error_code == ErrorCode.none
-    # Kafka's broker learns of the topic from its controller a moment after CreateTopics answers
-    deadline = time.monotonic() + 20
-    while True:
-        _, metadata = roundtrip(port, METADATA, 12, MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=name),), allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False))
-        if metadata.topics[0].error_code == ErrorCode.none and len(metadata.topics[0].partitions) == partitions:
-            return name
-        assert time.monotonic() < deadline, f"{name} not in metadata: {metadata.topics[0].error_code!r}"
-        time.sleep(0.1)
-
-
 def test_a_commit_with_null_metadata_is_fetched_with_empty_metadata(target: Target) -> None:
     port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
-    topic = _topic(port, 3)
+    topic = create_topic(port, 3)
     # v5 as KafkaJS sends it (partition 0, null metadata), v8 flexible (partition 1 null, partition 2 given)
     _, v5 = roundtrip(port, OFFSET_COMMIT, 5, OffsetCommitV5(
         group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(CommitTopicV5(name=topic, partitions=(
@@ -109,7 +87,7 @@ def test_find_coordinator_without_error_has_the_message_kafka_gives(target: Targ
 
 
 def test_describe_configs_without_error_has_an_empty_message(target: Target) -> None:
-    topic = _topic(target.port, 1)
+    topic = create_topic(target.port, 1)
     _, v2 = roundtrip(target.port, DESCRIBE_CONFIGS, 2, DescribeConfigsV2(include_synonyms=False, resources=(
         ResourceV2(resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=("cleanup.policy",)),
         ResourceV2(resource_type=BROKER_RESOURCE, resource_name="1", configuration_keys=("log.retention.ms",)))))
@@ -120,7 +98,7 @@ def test_describe_configs_without_error_has_an_empty_message(target: Target) -> 
 
 
 def test_list_partition_reassignments_answers_none_under_way(target: Target) -> None:
-    topic = _topic(target.port, 2)
+    topic = create_topic(target.port, 2)
     for topics in (None, (ListPartitionReassignmentsTopics(name=topic, partition_indexes=(0, 1)),
                           ListPartitionReassignmentsTopics(name=f"missing-{uuid.uuid4().hex[:8]}",
                                                            partition_indexes=(0,)))):

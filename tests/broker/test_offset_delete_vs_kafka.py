@@ -17,7 +17,6 @@ import uuid
 from typing import Any
 
 from kio.schema.add_offsets_to_txn.v3.request import AddOffsetsToTxnRequest
-from kio.schema.create_topics.v5.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.end_txn.v3.request import EndTxnRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
@@ -45,23 +44,13 @@ from kio.schema.txn_offset_commit.v3.request import (
 )
 
 from tests.broker.conftest import Target
-from tests.broker.kio_wire import roundtrip
+from tests.broker.kio_wire import create_topic, roundtrip
 from tests.broker.test_group_requests_vs_kafka import _coordinator_ready
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 13, 14
 FIND_COORDINATOR, CREATE_TOPICS, INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN, END_TXN = 10, 19, 22, 25, 26
 TXN_OFFSET_COMMIT, OFFSET_DELETE = 28, 47
 SESSION = datetime.timedelta(seconds=30)
-
-
-def _topic(port: int, partitions: int) -> str:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    _, created = roundtrip(port, CREATE_TOPICS, 5, CreateTopicsRequest(
-        topics=(CreatableTopic(name=name, num_partitions=partitions, replication_factor=1, assignments=(),
-                               configs=()),),
-        timeout=datetime.timedelta(seconds=10), validate_only=False))
-    assert created.topics[0].error_code == ErrorCode.none
-    return name
 
 
 def _commit(port: int, group: str, topic: str, partitions: range) -> None:
@@ -123,7 +112,7 @@ def _leave(port: int, group: str, member_id: str) -> None:
 def test_offsets_of_a_group_without_members_are_deleted_per_partition(target: Target) -> None:
     port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
-    topic = _topic(port, 3)
+    topic = create_topic(port, 3)
     assert _delete(port, group, {topic: (0,)}) == (ErrorCode.group_id_not_found, {}), target.name
     assert _delete(port, "", {topic: (0,)}) == (ErrorCode.invalid_group_id, {}), target.name
 
@@ -140,7 +129,7 @@ def test_offsets_of_a_group_without_members_are_deleted_per_partition(target: Ta
 def test_a_topic_a_consumer_member_subscribes_to_keeps_its_offsets(target: Target) -> None:
     port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
-    subscribed, other = _topic(port, 2), _topic(port, 1)
+    subscribed, other = create_topic(port, 2), create_topic(port, 1)
     _commit(port, group, subscribed, range(2))
     _commit(port, group, other, range(1))
     member_id = _stable_member(port, group, "consumer", _subscription(subscribed))
@@ -162,7 +151,7 @@ def test_a_topic_a_consumer_member_subscribes_to_keeps_its_offsets(target: Targe
 def test_a_non_empty_group_of_another_protocol_type_is_non_empty_group(target: Target) -> None:
     port, group = target.port, f"g-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
-    topic = _topic(port, 1)
+    topic = create_topic(port, 1)
     _commit(port, group, topic, range(1))
     member_id = _stable_member(port, group, "connect", b"\x00\x01")
     try:
@@ -201,7 +190,7 @@ def test_deleting_an_offset_drops_the_one_an_open_transaction_holds(target: Targ
     UNSTABLE_OFFSET_COMMIT with no offset (-1, OffsetMetadataManager.fetchOffsets), not the committed one."""
     port, group, transactional_id = target.port, f"g-{uuid.uuid4().hex[:10]}", f"tx-{uuid.uuid4().hex[:10]}"
     _coordinator_ready(port, group)
-    topic = _topic(port, 1)
+    topic = create_topic(port, 1)
     _commit(port, group, topic, range(1))
     producer_id, epoch = _transactional_producer(port, transactional_id)
     _, added = roundtrip(port, ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
