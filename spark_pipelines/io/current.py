@@ -42,10 +42,11 @@ def current_rows(spark: Any, config: PipelineConfig, database: str, table: str) 
     assert mine is not None
     shape = fold_shapes(layouts)[(database, table)]
     changes = changes_of(mine, shape, config.source_time_zone)
-    if exists(spark, path) and (floor := table_floor(spark, path)) is not None:
+    stored_table = exists(spark, path)
+    if stored_table and (floor := table_floor(spark, path)) is not None:
         changes = changes.where(F.col(SEQ) > seq_literal(floor))
     latest = latest_per_key(changes, shape.primary_key)
-    if not exists(spark, path):
+    if not stored_table:
         return latest.where(F.col(OP) == UPSERT).select(*(q(name) for name in shape.names))
     stored = spark.read.format("delta").load(path)
     key = list(shape.primary_key)

@@ -203,14 +203,14 @@ class ApplyBatch:
         assert self.buffer is not None
         summary = self._summary(messages)
         if self.buffer.due() or schema_changes(list(summary.ddl)):
-            return self._merge_buffer(spark, messages, batch_id)
+            return self._merge_buffer(spark, self.buffer.pending(spark), messages, batch_id)
         self.buffer.append(spark, messages, Txn(f"{self.app_id}-buffer", batch_id))
         return self._counted(BatchReport(batch_id, ()), summary)
 
-    def _merge_buffer(self, spark: Any, messages: DataFrame | None, batch_id: int,
+    def _merge_buffer(self, spark: Any, pending: DataFrame | None, messages: DataFrame | None, batch_id: int,
                       first_segment: int = 0) -> BatchReport:
+        """Apply the buffered messages read (`pending`) and the batch's together, then empty the buffer."""
         assert self.buffer is not None
-        pending = self.buffer.pending(spark)
         parts = [part for part in (pending, messages) if part is not None]
         combined = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         combined = combined.persist()
@@ -229,12 +229,14 @@ class ApplyBatch:
         with self._lock:
             if self.buffer is None or self.last_batch_id is None or not (force or self.buffer.due()):
                 return None
-            if self.buffer.pending(spark) is None:
+            pending = self.buffer.pending(spark)
+            if pending is None:
                 self.buffer.merged(spark)  # nothing to apply: only restart the interval
                 return None
             log.info("merging the change buffer between micro-batches (after batch %d)", self.last_batch_id)
             try:
-                return self._merge_buffer(spark, None, self.last_batch_id, first_segment=SEGMENTS_PER_BATCH // 2)
+                return self._merge_buffer(spark, pending, None, self.last_batch_id,
+                                          first_segment=SEGMENTS_PER_BATCH // 2)
             except BaseException as exc:
                 self.failure = exc
                 self._forget()  # as after a failed batch: the tables' state is read afresh next time
