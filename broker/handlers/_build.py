@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+from collections.abc import Callable
 from dataclasses import fields
 from functools import cache
 from typing import Any
@@ -32,3 +33,13 @@ def nested(response_cls: Any, name: str) -> Any:
 
 def has_field(cls: Any, name: str) -> bool:
     return name in _field_names(cls)
+
+
+def partition_errors(cls: Any, api: str, topic: Any, code_of: Callable[[str, int], Any]) -> Any:
+    """The `<api>ResponseTopic` answering a request topic (name, partitions with partition_index), each partition
+    with the error code `code_of(topic name, partition index)`: the whole answer of OffsetCommit, TxnOffsetCommit
+    and OffsetDelete per partition, from their handlers and from the access rules that refuse them."""
+    partition_cls = nested(cls, f"{api}ResponsePartition")
+    return build(nested(cls, f"{api}ResponseTopic"), name=topic.name, partitions=tuple(
+        build(partition_cls, partition_index=p.partition_index, error_code=code_of(topic.name, p.partition_index))
+        for p in topic.partitions))

@@ -12,7 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.coordinator.offsets import CommittedOffset, OffsetChange
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, partition_errors
 from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -59,11 +59,5 @@ async def handle(state: BrokerState, request: Request) -> Any:
         log.error("could not store offsets of group %r: %s", body.group_id, exc)
         for change in changes:
             codes[(change.topic, change.partition)] = store_error_code(exc)
-    partition_cls = nested(cls, "OffsetCommitResponsePartition")
-    topics = tuple(
-        build(nested(cls, "OffsetCommitResponseTopic"), name=topic.name, partitions=tuple(
-            build(partition_cls, partition_index=p.partition_index, error_code=codes[(topic.name, p.partition_index)])
-            for p in topic.partitions))
-        for topic in body.topics
-    )  # fmt: skip
+    topics = tuple(partition_errors(cls, "OffsetCommit", topic, lambda *tp: codes[tp]) for topic in body.topics)
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 from broker.coordinator.consumer_protocol import subscribed_topics
 from broker.coordinator.groups import Group, GroupState
 from broker.coordinator.offsets import OffsetChange
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, partition_errors
 from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -90,11 +90,5 @@ async def handle(state: BrokerState, request: Request) -> Any:
     except STORE_ERRORS as exc:
         log.error("could not delete offsets of group %r: %s", body.group_id, exc)
         return failed(store_error_code(exc))
-    partition_cls = nested(cls, "OffsetDeleteResponsePartition")
-    topics = tuple(
-        build(nested(cls, "OffsetDeleteResponseTopic"), name=t.name, partitions=tuple(
-            build(partition_cls, partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
-            for p in t.partitions))
-        for t in body.topics
-    )  # fmt: skip
+    topics = tuple(partition_errors(cls, "OffsetDelete", t, lambda *tp: codes[tp]) for t in body.topics)
     return build(cls, error_code=ErrorCode.none, throttle_time=NO_THROTTLE, topics=topics)

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from broker.coordinator.internal_topics import OFFSETS
 from broker.coordinator.offsets import CommittedOffset, OffsetChange
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, partition_errors
 from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class
@@ -63,11 +63,5 @@ async def handle(state: BrokerState, request: Request) -> Any:
     code = await _commit(state, body)
     if code == ErrorCode.producer_fenced and version < _FENCED_SINCE:
         code = ErrorCode.invalid_producer_epoch
-    partition_cls = nested(cls, "TxnOffsetCommitResponsePartition")
-    topics = tuple(
-        build(nested(cls, "TxnOffsetCommitResponseTopic"), name=t.name,
-              partitions=tuple(build(partition_cls, partition_index=p.partition_index, error_code=code)
-                               for p in t.partitions))
-        for t in body.topics
-    )
+    topics = tuple(partition_errors(cls, "TxnOffsetCommit", t, lambda *_: code) for t in body.topics)
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)

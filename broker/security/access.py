@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.handlers._build import NO_THROTTLE, build, nested
+from broker.handlers._build import NO_THROTTLE, build, nested, partition_errors
 from broker.protocol.apis import api_key, response_class
 from broker.protocol.legacy_produce import LegacyProduceRequest
 from broker.security.acls import CLUSTER_NAME, Operation, ResourceType
@@ -294,9 +294,7 @@ async def _offset_commit(caller: Caller, state: BrokerState, request: Request, h
     group_ok = caller.may(Operation.READ, _GROUP, body.group_id)
 
     def answer(cls: Any, topic: Any, request: Request) -> Any:
-        return build(nested(cls, "OffsetCommitResponseTopic"), name=topic.name, partitions=tuple(
-            build(nested(cls, "OffsetCommitResponsePartition"), partition_index=p.partition_index,
-                  error_code=TAF if group_ok else GAF) for p in topic.partitions))
+        return partition_errors(cls, "OffsetCommit", topic, lambda *_: TAF if group_ok else GAF)
 
     if not group_ok:
         cls = response_class(request.header.api_key, request.header.api_version)
@@ -306,9 +304,7 @@ async def _offset_commit(caller: Caller, state: BrokerState, request: Request, h
 
 
 def _offset_delete_topic_denied(cls: Any, topic: Any, request: Request) -> Any:
-    return build(nested(cls, "OffsetDeleteResponseTopic"), name=topic.name, partitions=tuple(
-        build(nested(cls, "OffsetDeleteResponsePartition"), partition_index=p.partition_index, error_code=TAF)
-        for p in topic.partitions))
+    return partition_errors(cls, "OffsetDelete", topic, lambda *_: TAF)
 
 
 _offset_delete_topics = _per_item("topics", lambda c, s, t: c.may(Operation.READ, _TOPIC, t.name),
@@ -457,12 +453,9 @@ async def _txn_offset_commit(caller: Caller, state: BrokerState, request: Reques
     if code is None and not denied:
         return await handler(state, request)
     cls = response_class(request.header.api_key, request.header.api_version)
-    partition_cls = nested(cls, "TxnOffsetCommitResponsePartition")
     return build(cls, throttle_time=NO_THROTTLE, topics=tuple(
-        build(nested(cls, "TxnOffsetCommitResponseTopic"), name=t.name, partitions=tuple(
-            build(partition_cls, partition_index=p.partition_index,
-                  error_code=code or (TAF if t.name in denied else ErrorCode.operation_not_attempted))
-            for p in t.partitions))
+        partition_errors(cls, "TxnOffsetCommit", t,
+                         lambda name, _: code or (TAF if name in denied else ErrorCode.operation_not_attempted))
         for t in body.topics))
 
 
