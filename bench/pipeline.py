@@ -103,7 +103,8 @@ def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: in
     if merge_every:  # merge-on-read: the batch went to the change buffer; its merge is timed on its own
         rates["pipeline, merge-on-read: buffered"] = records / merge_s
         started = time.perf_counter()
-        batch.merge_buffer(spark, force=True)
+        assert batch.merger is not None
+        batch.merger.finish()
         merge_s += time.perf_counter() - started
     rates["pipeline (parse, order, MERGE)"] = records / merge_s
     started = time.perf_counter()
@@ -242,13 +243,14 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     query = None
+    batch = ApplyBatch(config)
     lags: list[float] = []
     curve: list[LagSample] = []
     heap: list[HeapSample] = []
     batches: dict[int, dict[str, Any]] = {}  # batch id -> Spark's progress of that micro-batch
     try:
         time.sleep(2)  # the first rows create the topic and the table
-        query = start_query(spark, read_stream(spark, config.source), config)
+        query = start_query(spark, read_stream(spark, config.source), config, batch=batch)
         path = config.table_path(DATABASE, "live")
         tail = DeltaLogTail(Path(path), "id")
         buffered = BufferTail(Path(buffer_location(str(work / "live-delta"))), "live", "id") if merge_every else None
@@ -287,6 +289,8 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
         if query is not None:
             _keep_progress(query, batches)
             query.stop()
+            if batch.merger is not None:
+                batch.merger.stop()
         feed.remove()
     return lags, curve, written_rate, heap, [batches[b] for b in sorted(batches)]
 

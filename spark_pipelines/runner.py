@@ -82,14 +82,18 @@ def _follow(spark: Any, config: PipelineConfig, once: bool, live: bool, metrics:
     try:
         while not query.awaitTermination(POLL_S):
             report_new()
-            batch.merge_buffer(spark)  # merge-on-read: the buffer's MERGE does not wait for a new batch
         report_new()
-        batch.merge_buffer(spark, force=True)  # a run that ends leaves its tables equal to what it read
+        if batch.merger is not None:  # merge-on-read: raises a failed merge, else merges what is left
+            batch.merger.finish()
     except KeyboardInterrupt:
         query.stop()
+        if batch.merger is not None:
+            batch.merger.stop()
     except Exception as exc:
-        if query.isActive:  # the buffer's merge between batches failed: the stream stops with it
+        if query.isActive:
             query.stop()
+        if batch.merger is not None:
+            batch.merger.stop()
         report_new()
         if status is not None:
             status.clear()

@@ -1,69 +1,123 @@
 """The change buffer of merge-on-read (`target.merge_every_seconds`): parsed canal-JSON messages waiting
 for their MERGE, in one Delta table beside the tables (`<target.path>/_lakefeed/change_buffer`).
 
-A micro-batch without table DDL is one append here (whatever the number of tables it touches); every
-`merge_every_seconds` the buffer and the batch are applied together through the pipeline's usual batch
-function and the buffer is emptied. Between two merges the tables lag by up to that interval, and
+A micro-batch without table DDL is one append here (whatever the number of tables it touches). Every
+`merge_every_seconds` a thread of its own (jobs/buffer_merger.py) applies the buffered messages through the
+pipeline's usual batch function and deletes them from the buffer, while the stream goes on appending: the
+merge never holds a micro-batch up. Between two merges the tables lag by up to that interval, and
 `io/current.py` reads a table with the buffer's changes laid over it. The buffer holds messages as
-`transforms/parse.py` parses them, so applying it later is applying the same messages later: the
-sequence guard makes the result the one of applying them batch by batch.
+`transforms/parse.py` parses them, so applying them later is applying the same messages later: the sequence
+guard makes the result the one of applying them batch by batch.
+
+Each buffered message carries the idempotent-write id of the job that appended it and its micro-batch id,
+as the buffer's two partition columns, so that a merge takes, and afterwards deletes, exactly the messages of
+the batches appended before it started (`through`), and none that a batch appends meanwhile. Messages another
+checkpoint left (a replay, an earlier job) are always taken. Delta checks a delete against a concurrent
+append by the partitions the delete reads (its predicate is on partition columns only, so the delete is a
+metadata-only commit too): an append to a later batch's partition does not conflict with it, where an
+unpartitioned buffer gets ConcurrentAppendException (Delta outside Databricks allows only the Serializable
+isolation level: "delta.isolationLevel must be Serializable").
+
+A buffer written before the tags (one table, unpartitioned) is merged whole by the first batch, then removed.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from delta.tables import DeltaTable
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_pipelines.io.delta import Txn, exists, idempotent
+from spark_pipelines.io.delta import Txn, exists
 
 BUFFER_DIR = "_lakefeed/change_buffer"
+BUFFER_APP, BUFFER_BATCH = "_lakefeed_buffer_app", "_lakefeed_buffer_batch"  # who appended it, in which batch
 
 
 def buffer_location(target_path: str) -> str:
     return f"{target_path.rstrip('/')}/{BUFFER_DIR}"
 
 
-def pending_messages(spark: Any, path: str) -> DataFrame | None:
-    """The buffered messages, or None when the buffer holds none."""
+def pending_messages(spark: Any, path: str, taken: Column | None = None) -> DataFrame | None:
+    """The buffered messages (those `taken` selects, default all), without the buffer's own columns, or
+    None when the buffer holds none."""
     if not exists(spark, path):
         return None
     buffered: DataFrame = spark.read.format("delta").load(path)
+    if taken is not None:
+        buffered = buffered.where(taken)
+    buffered = buffered.drop(BUFFER_APP, BUFFER_BATCH)
     return None if buffered.isEmpty() else buffered
 
 
 class ChangeBuffer:
-    """The buffer of one pipeline, and when it is next due for its MERGE."""
+    """The buffer of one pipeline (its job's idempotent-write id `app_id`), and when it is next due for its
+    MERGE. `append` runs on the stream's thread, `pending` and `merged` on whichever thread merges."""
 
-    def __init__(self, path: str, merge_every_seconds: int, clock: Any = time.monotonic) -> None:
+    def __init__(self, path: str, merge_every_seconds: int, app_id: str, clock: Any = time.monotonic) -> None:
         self.path = path
         self.merge_every_seconds = merge_every_seconds
+        self.app_id = app_id
         self._clock = clock
         self._merged_at = clock()
-        self.holds_changes = True  # unknown at start: an earlier run may have left changes
+        self._state = threading.Lock()
+        self._newest: int | None = None  # the newest batch this job appended
+        self._merged_through: int | None = None  # every batch up to this one has been merged and deleted
+        self._unknown = True  # at start: an earlier run may have left changes
+        self._legacy: bool | None = None  # written before the partition tags (unknown until asked)
 
     def due(self) -> bool:
         return bool(self._clock() - self._merged_at >= self.merge_every_seconds)
 
-    def append(self, spark: Any, messages: DataFrame, txn: Txn) -> None:
-        """One Delta append of the batch's valid messages (a re-run batch's append is skipped by `txn`)."""
-        with idempotent(spark, txn):
-            messages.where(F.col("valid")).write.format("delta").mode("append").save(self.path)
-        self.holds_changes = True
+    def legacy(self, spark: Any) -> bool:
+        """The buffer was written before its partition tags: merge it whole before appending anything."""
+        if self._legacy is None:
+            detail = DeltaTable.forPath(spark, self.path).detail().first() if exists(spark, self.path) else None
+            self._legacy = detail is not None and list(detail["partitionColumns"]) != [BUFFER_APP, BUFFER_BATCH]
+        return self._legacy
 
-    def pending(self, spark: Any) -> DataFrame | None:
-        found = pending_messages(spark, self.path) if self.holds_changes else None
-        self.holds_changes = found is not None
-        return found
+    def append(self, spark: Any, messages: DataFrame, batch_id: int) -> None:
+        """One Delta append of the batch's valid messages, into the batch's partition. A re-run batch's append
+        is skipped by its idempotent-write id, given as the write's own options: the session's are set by
+        the merging thread's MERGEs meanwhile (io/delta.idempotent)."""
+        assert not self.legacy(spark)
+        txn = Txn(f"{self.app_id}-buffer", batch_id)
+        tagged = messages.where(F.col("valid")).withColumns(
+            {BUFFER_APP: F.lit(self.app_id), BUFFER_BATCH: F.lit(batch_id).cast("long")})
+        (tagged.write.format("delta").mode("append").partitionBy(BUFFER_APP, BUFFER_BATCH)
+         .option("txnAppId", txn.app_id).option("txnVersion", str(txn.version))
+         .save(self.path))
+        with self._state:
+            self._newest = batch_id if self._newest is None else max(self._newest, batch_id)
 
-    def merged(self, spark: Any) -> None:
-        """Everything read from the buffer has been applied: empty it (one commit, no data rewritten) and
-        start the next interval. A crash before this point applies the same changes again: they change
-        nothing the second time. An empty buffer gets no commit."""
-        if self.holds_changes and exists(spark, self.path):
-            DeltaTable.forPath(spark, self.path).delete()
-        self.holds_changes = False
-        self._merged_at = self._clock()
+    def _taken(self, through: int) -> Column:
+        """The messages a merge of every batch up to `through` takes: those, and any another job left."""
+        return (F.col(BUFFER_APP) != self.app_id) | (F.col(BUFFER_BATCH) <= through)
+
+    def pending(self, spark: Any, through: int) -> DataFrame | None:
+        """The messages of every batch up to `through` (and those other jobs left), or None."""
+        if self.legacy(spark):
+            return pending_messages(spark, self.path)
+        with self._state:
+            known_empty = not self._unknown and (self._newest is None or (
+                self._merged_through is not None and self._newest <= self._merged_through))
+        return None if known_empty else pending_messages(spark, self.path, self._taken(through))
+
+    def merged(self, spark: Any, through: int, deleting: bool = True) -> None:
+        """What `pending(through)` gave has been applied: delete it from the buffer (a metadata-only commit)
+        and start the next interval. A crash before this point applies the same changes again: they change
+        nothing the second time. `deleting=False`: nothing was pending."""
+        if self.legacy(spark):
+            jvm = spark.sparkContext._jvm
+            location = jvm.org.apache.hadoop.fs.Path(self.path)
+            location.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(location, True)
+            self._legacy = False
+        elif deleting and exists(spark, self.path):
+            DeltaTable.forPath(spark, self.path).delete(self._taken(through))
+        with self._state:
+            self._unknown = False
+            self._merged_through = through if self._merged_through is None else max(self._merged_through, through)
+            self._merged_at = self._clock()

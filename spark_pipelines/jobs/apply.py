@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark import inheritable_thread_target
 from pyspark.sql import DataFrame
@@ -49,6 +49,9 @@ from spark_pipelines.transforms.rows import TableShape, changes_of
 from spark_pipelines.transforms.shapes import fold_shapes, key_ranges, shape_rows
 from spark_pipelines.transforms.summary import BatchSummary, summary_rows
 from spark_pipelines.transforms.table_ddl import final_sources, read_ddl
+
+if TYPE_CHECKING:
+    from spark_pipelines.jobs.buffer_merger import BufferMerger
 
 log = logging.getLogger(__name__)
 CREATE, TRUNCATE, DROP, RENAME, ALTER = "CREATE", "TRUNCATE", "ERASE", "RENAME", "ALTER"  # canal-JSON DDL types
@@ -142,11 +145,13 @@ class ApplyBatch:
         # write is then skipped by its idempotent-write id, as every MERGE's).
         self.rowless: set[str] = set()
         # Merge-on-read (target.merge_every_seconds): batches wait in the change buffer between MERGEs.
-        self.buffer = (ChangeBuffer(buffer_location(config.target_path), config.merge_every_seconds)
+        self.buffer = (ChangeBuffer(buffer_location(config.target_path), config.merge_every_seconds, self.app_id)
                        if config.merge_every_seconds and config.target_path is not None else None)
-        self.last_batch_id: int | None = None
-        # The stream's thread runs batches, the driver's main thread merges the buffer when the stream is idle.
-        self._lock = threading.Lock()
+        self.last_batch_id: int | None = None  # the newest batch whose function has finished
+        # Whoever writes the tables holds it: the stream's thread for a batch it merges, the buffer's merger
+        # (jobs/buffer_merger.py) for the buffer. A batch that only appends to the buffer does not wait for it.
+        self._merging = threading.Lock()
+        self.merger: BufferMerger | None = None  # merge-on-read: set by start_query
 
     def __call__(self, records: DataFrame, batch_id: int) -> None:
         try:
@@ -154,17 +159,18 @@ class ApplyBatch:
             self.config = resolve_locations(spark, self.config)
             messages = parse_messages(records).persist()
             try:
-                with self._lock:
-                    self.last_batch_id = batch_id
-                    if self.buffer is None:
+                if self.buffer is None:
+                    with self._merging:
                         self.last_report = self._apply(spark, messages, batch_id)
-                    else:
-                        self.last_report = self._buffered(spark, messages, batch_id)
+                else:
+                    self.last_report = self._buffered(spark, messages, batch_id)
+                self.last_batch_id = batch_id
             finally:
                 messages.unpersist()
         except BaseException as exc:
             self.failure = exc
-            self._forget()  # the batch may have changed a table half-way: read its state afresh next time
+            with self._merging:  # not while the buffer's merger reads the same state
+                self._forget()  # the batch may have changed a table half-way: read its state afresh next time
             if is_java_failure(exc):
                 # Short, so Spark's stop check does not overflow on it (jobs/failures.py); the runner
                 # reports `self.failure`, the original.
@@ -198,49 +204,58 @@ class ApplyBatch:
         return summary
 
     def _buffered(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
-        """Merge-on-read: the batch goes to the change buffer (one append), unless the buffer is due for its
-        MERGE or the batch changes a table's schema: then the buffer and the batch are applied together."""
+        """Merge-on-read: the batch goes to the change buffer (one append, whatever the merger is doing),
+        unless it changes a table's schema: then the buffer and the batch are applied together, at once."""
         assert self.buffer is not None
         summary = self._summary(messages)
-        if self.buffer.due() or schema_changes(list(summary.ddl)):
-            return self._merge_buffer(spark, self.buffer.pending(spark), messages, batch_id)
-        self.buffer.append(spark, messages, Txn(f"{self.app_id}-buffer", batch_id))
+        if schema_changes(list(summary.ddl)) or self.buffer.legacy(spark):
+            with self._merging:
+                report = self._merge_buffer(spark, batch_id, messages, batch_id)
+                assert report is not None
+                self.last_batch_id = batch_id  # under the lock: a merge after it starts from this batch
+                return report
+        self.buffer.append(spark, messages, batch_id)
         return self._counted(BatchReport(batch_id, ()), summary)
 
-    def _merge_buffer(self, spark: Any, pending: DataFrame | None, messages: DataFrame | None, batch_id: int,
-                      first_segment: int = 0) -> BatchReport:
-        """Apply the buffered messages read (`pending`) and the batch's together, then empty the buffer."""
+    def _merge_buffer(self, spark: Any, through: int, messages: DataFrame | None, batch_id: int,
+                      first_segment: int = 0) -> BatchReport | None:
+        """Apply the buffered messages of the batches up to `through` and the batch's (`messages`) together,
+        then delete those from the buffer. None when there was nothing to apply. Holds `_merging`."""
         assert self.buffer is not None
+        pending = self.buffer.pending(spark, through)
         parts = [part for part in (pending, messages) if part is not None]
+        if not parts:
+            self.buffer.merged(spark, through, deleting=False)  # nothing to apply: only restart the interval
+            return None
         combined = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         combined = combined.persist()
         try:
             report = self._apply(spark, combined, batch_id, first_segment)
         finally:
             combined.unpersist()
-        self.buffer.merged(spark)
+        self.buffer.merged(spark, through, deleting=pending is not None)
         return report
 
     def merge_buffer(self, spark: Any, *, force: bool = False) -> BatchReport | None:
-        """From the driver's main thread, between micro-batches: apply the buffer once it is due (or at once
-        with `force`, when the query has stopped), so that the tables catch up without waiting for a new
-        micro-batch. Its Delta writes take idempotent-write versions between the last batch's and the next
-        one's."""
-        with self._lock:
-            if self.buffer is None or self.last_batch_id is None or not (force or self.buffer.due()):
+        """Apply the buffer once it is due (or at once with `force`, when the query has stopped), from a thread
+        other than the stream's (jobs/buffer_merger.py), while the stream goes on appending to it. It takes
+        the batches finished when it starts; its Delta writes take idempotent-write versions between that
+        batch's and the next one's."""
+        if self.buffer is None or not (force or self.buffer.due()):
+            return None
+        with self._merging:
+            through = self.last_batch_id
+            if through is None:
                 return None
-            pending = self.buffer.pending(spark)
-            if pending is None:
-                self.buffer.merged(spark)  # nothing to apply: only restart the interval
-                return None
-            log.info("merging the change buffer between micro-batches (after batch %d)", self.last_batch_id)
             try:
-                return self._merge_buffer(spark, pending, None, self.last_batch_id,
-                                          first_segment=SEGMENTS_PER_BATCH // 2)
+                report = self._merge_buffer(spark, through, None, through, first_segment=SEGMENTS_PER_BATCH // 2)
             except BaseException as exc:
                 self.failure = exc
                 self._forget()  # as after a failed batch: the tables' state is read afresh next time
                 raise
+            if report is not None:
+                log.info("merged the change buffer up to batch %d", through)
+            return report
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0) -> BatchReport:
         summary = self._summary(messages)
@@ -410,11 +425,19 @@ class ApplyBatch:
 def start_query(spark: Any, records: DataFrame, config: PipelineConfig, *, once: bool = False,
                 batch: ApplyBatch | None = None) -> Any:
     """Start the streaming query; `once` (or trigger available_now) processes what is there and stops.
-    `batch`: the batch function to run (default a new ApplyBatch), for a caller that reads its reports."""
-    writer = (records.writeStream.foreachBatch(batch or ApplyBatch(config))
+    `batch`: the batch function to run (default a new ApplyBatch), for a caller that reads its reports.
+    Merge-on-read: the buffer's merger starts with the query (`batch.merger`); whoever started the query
+    calls `batch.merger.finish()` once it has ended, which merges what is left and raises a merge's failure."""
+    from spark_pipelines.jobs.buffer_merger import BufferMerger
+
+    batch = batch or ApplyBatch(config)
+    writer = (records.writeStream.foreachBatch(batch)
               .option("checkpointLocation", config.checkpoint).queryName("lakefeed-apply"))
     if once or config.available_now:
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=config.processing_time or "10 seconds")
-    return writer.start()
+    query = writer.start()
+    if batch.buffer is not None:
+        batch.merger = BufferMerger(spark, batch, query)
+    return query

@@ -303,7 +303,8 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
         raise AssertionError(f"the pipeline for {topic} did not finish in 600 s")
     if query.exception() is not None:
         raise AssertionError(f"the pipeline for {topic} failed: {query.exception()}")
-    batch.merge_buffer(spark, force=True)  # as `spark-pipeline run --once` does before it exits
+    if batch.merger is not None:
+        batch.merger.finish()  # as `spark-pipeline run --once` does before it exits
     mark = report.timed("pipeline", mark)
 
     def connect() -> Any:

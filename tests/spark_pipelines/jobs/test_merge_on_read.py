@@ -8,6 +8,8 @@ merge the buffer at once), a batch re-run after a crash, and a replay from a new
 
 import functools
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from spark_pipelines.io.change_buffer import buffer_location, pending_messages
 from spark_pipelines.io.current import current_rows
 from spark_pipelines.io.delta import live_rows
 from spark_pipelines.jobs.apply import ApplyBatch
+from spark_pipelines.jobs.buffer_merger import BufferMerger, merging_session
+from spark_pipelines.transforms.parse import parse_messages
 from tests.spark_pipelines.canal import ddl, dml, records
 
 TABLES = ("a", "b", "c")
@@ -129,7 +133,7 @@ def test_the_buffer_is_merged_when_due_and_idle_merges_wait_for_it(spark: Any, t
     assert job.buffer is not None
     now = [0.0]
     job.buffer._clock = lambda: now[0]
-    job.buffer.merged(spark)  # the interval starts at 0 on the fake clock
+    job.buffer._merged_at = now[0]  # the interval starts at 0 on the fake clock
     path, buffer = config.table_path("shop", "a"), buffer_location(str(tmp_path / "mor"))
     job(records(spark, [dml("a", "INSERT", {"id": "1", "name": "x"}, commit_ts=2 << 18, es=2)]), 0)
     assert pending_messages(spark, buffer) is not None
@@ -138,10 +142,131 @@ def test_the_buffer_is_merged_when_due_and_idle_merges_wait_for_it(spark: Any, t
     now[0] = NEVER
     assert job.merge_buffer(spark) is not None
     assert pending_messages(spark, buffer) is None and _rows(live_rows(spark, path)) == [(1, "x")]
-    now[0] = 2 * NEVER  # due: the next batch merges itself and the buffer in one go
+    now[0] = 2 * NEVER  # due: a batch still only appends (the merger merges, on its own thread)
     job(_offset(spark, [dml("a", "UPDATE", {"id": "1", "name": "y"}, old={"name": "x"}, commit_ts=3 << 18,
                             es=3)], 1), 1)
+    assert pending_messages(spark, buffer) is not None and _rows(live_rows(spark, path)) == [(1, "x")]
+    assert job.merge_buffer(spark) is not None
     assert pending_messages(spark, buffer) is None and _rows(live_rows(spark, path)) == [(1, "y")]
+
+
+def _insert(table: str, key: int, ts: int) -> str:
+    return dml(table, "INSERT", {"id": str(key), "name": f"{table}{key}-{ts}"}, commit_ts=ts << 18, es=ts)
+
+
+def test_a_batch_appends_while_a_merge_holds_the_tables(spark: Any, tmp_path: Path) -> None:
+    """The stream's append never waits for the merger: with the tables' lock held (as during a merge), a
+    batch without DDL still completes; a batch with DDL waits for it, as it must apply after the merge."""
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c"),
+                            merge_every_seconds=NEVER)
+    job = ApplyBatch(config)
+    done: list[int] = []
+
+    def run(values: list[str], batch_id: int) -> None:
+        job(_offset(spark, values, batch_id * 10), batch_id)
+        done.append(batch_id)
+
+    with job._merging:  # what a merge holds while it writes the tables
+        appending = threading.Thread(target=run, args=([_insert("a", 1, 2)], 0))
+        appending.start()
+        appending.join(timeout=120)
+        assert done == [0]  # it did not wait for the lock
+        altering = threading.Thread(target=run, args=(
+            [ddl("a", "ALTER", "ALTER TABLE a ADD COLUMN n INT DEFAULT 7", commit_ts=3 << 18, es=3)], 1))
+        altering.start()
+        altering.join(timeout=5)
+        assert done == [0] and altering.is_alive()  # the schema change waits for the merge
+    altering.join(timeout=120)
+    assert done == [0, 1]
+    assert pending_messages(spark, buffer_location(str(tmp_path / "mor"))) is None
+    assert _rows(live_rows(spark, config.table_path("shop", "a"))) == [(1, "a1-2", 7)]
+
+
+def test_merges_beside_appends_take_only_the_batches_finished_before_them(spark: Any, tmp_path: Path) -> None:
+    """A merger thread merging again and again while the test appends batch after batch: no Delta conflict
+    between the buffer's delete and the appends, each merge takes only finished batches (the buffer keeps
+    the rest), and in the end the tables equal the reference job's, which merged every batch."""
+    history = _history(7, 8)
+    history = [[value for value in values if '"isDdl": true' not in value] for values in history]
+    reference = ApplyBatch(PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "ref"),
+                                          str(tmp_path / "c1")))
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c2"),
+                            merge_every_seconds=NEVER)
+    job = ApplyBatch(config)
+    starts = [sum(len(values) for values in history[:i]) for i in range(len(history))]
+    merged_through: list[int] = []
+    stop = threading.Event()
+    failures: list[BaseException] = []
+    session = merging_session(spark)
+
+    def merge_again_and_again() -> None:
+        try:
+            while not stop.is_set():
+                if job.merge_buffer(session, force=True) is not None:
+                    assert job.last_batch_id is not None
+                    merged_through.append(job.last_batch_id)
+        except BaseException as exc:
+            failures.append(exc)
+
+    merger = threading.Thread(target=merge_again_and_again)
+    merger.start()
+    try:
+        for batch_id, values in enumerate(history):
+            reference(_offset(spark, values, starts[batch_id]), batch_id)
+            job(_offset(spark, values, starts[batch_id]), batch_id)
+    finally:
+        stop.set()
+        merger.join(timeout=300)
+    assert not failures, failures
+    assert merged_through, "no merge ran beside the appends"
+    job.merge_buffer(spark, force=True)
+    assert pending_messages(spark, buffer_location(str(tmp_path / "mor"))) is None
+    for table in TABLES:
+        assert _rows(live_rows(spark, config.table_path("shop", table))) == _rows(
+            live_rows(spark, reference.config.table_path("shop", table))), table
+
+
+def test_a_buffer_written_before_its_partition_tags_is_merged_by_the_first_batch(spark: Any, tmp_path: Path) -> None:
+    """The layout of the version before (one unpartitioned table of parsed messages) is merged whole with the
+    first batch, then removed; batches after it are buffered in the tagged layout."""
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c"),
+                            merge_every_seconds=NEVER)
+    buffer = buffer_location(str(tmp_path / "mor"))
+    old = parse_messages(records(spark, [_insert("a", 1, 2), _insert("b", 1, 3)]))
+    old.where(F.col("valid")).write.format("delta").save(buffer)
+    job = ApplyBatch(config)
+    job(_offset(spark, [_insert("a", 2, 4)], 10), 0)
+    assert pending_messages(spark, buffer) is None
+    assert _rows(live_rows(spark, config.table_path("shop", "a"))) == [(1, "a1-2"), (2, "a2-4")]
+    assert _rows(live_rows(spark, config.table_path("shop", "b"))) == [(1, "b1-3")]
+    job(_offset(spark, [_insert("b", 2, 5)], 11), 1)
+    assert _rows(current_rows(spark, config, "shop", "b")) == [(1, "b1-3"), (2, "b2-5")]
+    assert job.merge_buffer(spark, force=True) is not None
+    assert _rows(live_rows(spark, config.table_path("shop", "b"))) == [(1, "b1-3"), (2, "b2-5")]
+
+
+def test_a_failed_merge_stops_the_query_and_is_raised_by_finish(spark: Any, tmp_path: Path) -> None:
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c"),
+                            merge_every_seconds=NEVER)
+
+    class FailingMerge(ApplyBatch):
+        def merge_buffer(self, spark: Any, *, force: bool = False) -> Any:
+            raise RuntimeError("the table is gone")
+
+    class Query:
+        isActive = True
+
+        def stop(self) -> None:
+            self.isActive = False
+
+    query = Query()
+    merger = BufferMerger(spark, FailingMerge(config), query, poll_s=0.05)
+    deadline = time.monotonic() + 30
+    while query.isActive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not query.isActive
+    with pytest.raises(RuntimeError, match="the table is gone"):
+        merger.finish()
 
 
 def test_merge_on_read_needs_a_path_target_and_scd_type_1() -> None:
