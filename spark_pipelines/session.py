@@ -34,6 +34,9 @@ WAREHOUSE = "spark.sql.warehouse.dir"
 LOCAL_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",  # the transforms read canal-JSON times in source_time_zone
     "spark.ui.showConsoleProgress": "false",  # the progress bar garbles the one line per micro-batch
+    # Merge-on-read's merger runs its jobs in a pool of its own beside the stream's (jobs/buffer_merger.py):
+    # FAIR shares the cores between the pools, where FIFO would queue a micro-batch behind a merge's stages.
+    "spark.scheduler.mode": "FAIR",
 }
 
 

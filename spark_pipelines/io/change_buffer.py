@@ -31,10 +31,19 @@ from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_pipelines.io.delta import Txn, exists
+from spark_pipelines.io.delta import exists
 
 BUFFER_DIR = "_lakefeed/change_buffer"
 BUFFER_APP, BUFFER_BATCH = "_lakefeed_buffer_app", "_lakefeed_buffer_batch"  # who appended it, in which batch
+BUFFER_PROPERTIES = {
+    # Delta writes a checkpoint inline in every 10th commit (2-5 s here, a micro-batch held up each ~10 s);
+    # the buffer's log is replayed only from the last checkpoint, and its snapshots are updated commit by commit.
+    "delta.checkpointInterval": "100",
+    # Nothing reads an old version of the buffer: keep the removed files' tombstones and the log an hour,
+    # not Delta's week and 30 days (a commit a second would pile them up in every checkpoint and directory).
+    "delta.deletedFileRetentionDuration": "interval 1 hours",
+    "delta.logRetentionDuration": "interval 1 hours",
+}
 
 
 def buffer_location(target_path: str) -> str:
@@ -68,6 +77,7 @@ class ChangeBuffer:
         self._merged_through: int | None = None  # every batch up to this one has been merged and deleted
         self._unknown = True  # at start: an earlier run may have left changes
         self._legacy: bool | None = None  # written before the partition tags (unknown until asked)
+        self._exists = False  # known once `legacy` has been asked
 
     def due(self) -> bool:
         return bool(self._clock() - self._merged_at >= self.merge_every_seconds)
@@ -75,21 +85,28 @@ class ChangeBuffer:
     def legacy(self, spark: Any) -> bool:
         """The buffer was written before its partition tags: merge it whole before appending anything."""
         if self._legacy is None:
-            detail = DeltaTable.forPath(spark, self.path).detail().first() if exists(spark, self.path) else None
+            self._exists = exists(spark, self.path)
+            detail = DeltaTable.forPath(spark, self.path).detail().first() if self._exists else None
             self._legacy = detail is not None and list(detail["partitionColumns"]) != [BUFFER_APP, BUFFER_BATCH]
         return self._legacy
 
     def append(self, spark: Any, messages: DataFrame, batch_id: int) -> None:
-        """One Delta append of the batch's valid messages, into the batch's partition. A re-run batch's append
-        is skipped by its idempotent-write id, given as the write's own options: the session's are set by
-        the merging thread's MERGEs meanwhile (io/delta.idempotent)."""
+        """One Delta append of the batch's valid row changes, into the batch's partition (a blind append: no
+        read of the buffer, so it never waits for or conflicts with a merge's delete).
+
+        It carries no idempotent-write id: Delta's check of one cost about 0.6 s per append here
+        (bench/merge_on_read.py), a third of a buffered batch. A batch re-run after a crash appends its
+        changes again into its partition; the copies share their sequence, so the merge and `current_rows`,
+        which keep the newest change per key (transforms/latest.py), read them as one, and the merge deletes
+        them with their partition."""
         assert not self.legacy(spark)
-        txn = Txn(f"{self.app_id}-buffer", batch_id)
-        tagged = messages.where(F.col("valid")).withColumns(
+        tagged = messages.where(F.col("valid") & ~F.col("is_ddl")).withColumns(
             {BUFFER_APP: F.lit(self.app_id), BUFFER_BATCH: F.lit(batch_id).cast("long")})
-        (tagged.write.format("delta").mode("append").partitionBy(BUFFER_APP, BUFFER_BATCH)
-         .option("txnAppId", txn.app_id).option("txnVersion", str(txn.version))
-         .save(self.path))
+        writer = tagged.write.format("delta").mode("append").partitionBy(BUFFER_APP, BUFFER_BATCH)
+        if not self._exists:
+            writer = writer.options(**BUFFER_PROPERTIES)  # table properties are taken when the table is created
+        writer.save(self.path)
+        self._exists = True
         with self._state:
             self._newest = batch_id if self._newest is None else max(self._newest, batch_id)
 
@@ -114,7 +131,7 @@ class ChangeBuffer:
             jvm = spark.sparkContext._jvm
             location = jvm.org.apache.hadoop.fs.Path(self.path)
             location.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(location, True)
-            self._legacy = False
+            self._legacy = self._exists = False
         elif deleting and exists(spark, self.path):
             DeltaTable.forPath(spark, self.path).delete(self._taken(through))
         with self._state:

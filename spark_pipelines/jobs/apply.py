@@ -205,17 +205,26 @@ class ApplyBatch:
 
     def _buffered(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
         """Merge-on-read: the batch goes to the change buffer (one append, whatever the merger is doing),
-        unless it changes a table's schema: then the buffer and the batch are applied together, at once."""
+        unless it changes a table's schema: then the buffer and the batch are applied together, at once.
+        CREATE TABLE alone is applied at once and the batch's rows still go to the buffer: a new table's
+        rows need it to exist, not to be merged, and its floor (the statement's sequence) keeps any older
+        buffered rows of the name out of the table and of `current_rows` alike."""
         assert self.buffer is not None
         summary = self._summary(messages)
-        if schema_changes(list(summary.ddl)) or self.buffer.legacy(spark):
+        ddl = schema_changes(list(summary.ddl))
+        if self.buffer.legacy(spark) or any(change["type"] != CREATE for change in ddl):
             with self._merging:
                 report = self._merge_buffer(spark, batch_id, messages, batch_id)
                 assert report is not None
                 self.last_batch_id = batch_id  # under the lock: a merge after it starts from this batch
                 return report
+        created: set[str] = set()
+        if ddl:
+            with self._merging:
+                for change in ddl:
+                    created |= self._apply_schema_change(spark, change)
         self.buffer.append(spark, messages, batch_id)
-        return self._counted(BatchReport(batch_id, ()), summary)
+        return self._counted(BatchReport(batch_id, tuple(sorted(created))), summary)
 
     def _merge_buffer(self, spark: Any, through: int, messages: DataFrame | None, batch_id: int,
                       first_segment: int = 0) -> BatchReport | None:
@@ -276,12 +285,7 @@ class ApplyBatch:
             txn = Txn(self.app_id, batch_id * SEGMENTS_PER_BATCH + first_segment + index)
             tables |= self._merge(spark, segment, layouts, txn)
             if boundary is not None:
-                # Schema changes rewrite layouts and floors: read them again after. Tables the statement
-                # does not name keep holding no row if they held none.
-                rowless = self.rowless - {self.config.table_path(*name) for name in touched}
-                self._forget()
-                self.rowless = rowless
-                tables |= self._apply_ddl(spark, boundary)
+                tables |= self._apply_schema_change(spark, boundary)
                 cuts.cut(touched, boundary[SEQ])
         log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
         self._register(spark, tables)
@@ -351,6 +355,14 @@ class ApplyBatch:
         if path not in self.floors:
             self.floors[path] = table_floor(spark, path) if exists(spark, path) else None
         return self.floors[path]
+
+    def _apply_schema_change(self, spark: Any, ddl: Any) -> set[str]:
+        """`_apply_ddl`, after which layouts and floors are read again (schema changes rewrite them). Tables
+        the statement does not name keep holding no row if they held none."""
+        rowless = self.rowless - {self.config.table_path(*name) for name in self._touched(ddl)}
+        self._forget()
+        self.rowless = rowless
+        return self._apply_ddl(spark, ddl)
 
     @staticmethod
     def _touched(ddl: Any) -> set[tuple[str, str]]:
