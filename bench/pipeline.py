@@ -169,7 +169,7 @@ class DeltaLogTail:
 class BufferTail:
     """The newest `column` value of source table `table` waiting in merge-on-read's change buffer
     (io/change_buffer.py), read from the buffer's transaction log and the Parquet files its commits add,
-    without Spark: the buffer holds messages, whose row values (`row`, a map) have no statistics. A buffered
+    without Spark: the buffer holds the Kafka records, whose canal-JSON text has no statistics. A buffered
     row is visible to `current_rows` from the moment its commit exists, as a merged row is in the table."""
 
     def __init__(self, buffer: Path, table: str, column: str) -> None:
@@ -186,9 +186,11 @@ class BufferTail:
                 if added is None:
                     continue
                 data = pyarrow.parquet.read_table(self._root / urllib.parse.unquote(added["path"]),
-                                                  columns=["table", "row"])
-                for table, row in zip(data["table"].to_pylist(), data["row"].to_pylist(), strict=True):
-                    value = dict(row or ()).get(self._column) if table == self._table else None
+                                                  columns=["value"])
+                for record in data["value"].to_pylist():
+                    message = json.loads(record)  # the canal-JSON text the buffer keeps as the record's bytes
+                    rows = message.get("data") if message.get("table") == self._table else None
+                    value = (rows[0] or {}).get(self._column) if rows and not message.get("isDdl") else None
                     if value is not None and (self.newest is None or int(value) > self.newest):
                         self.newest = int(value)
             self._next += 1
@@ -307,13 +309,15 @@ def _print_batch_phases(progress: list[dict[str, Any]]) -> None:
     whole micro-batch), and rows per batch."""
     batches = [p for p in progress if p["rows"] > 0]
     phases = ("triggerExecution", "addBatch", "latestOffset", "walCommit", "commitOffsets")
-    click.echo(f"\n{len(batches)} live micro-batches with rows; median ms per phase, by third of the run:")
+    click.echo(f"\n{len(batches)} live micro-batches with rows; median ms per phase and the slowest, "
+               "by third of the run:")
     for i in range(3):
         part = batches[i * len(batches) // 3:(i + 1) * len(batches) // 3]
         if part:
             click.echo(f"  {i + 1}: " + ", ".join(
                 f"{name} {statistics.median(p.get(name, 0) for p in part):,.0f}" for name in phases)
-                + f"; rows per batch {statistics.median(p['rows'] for p in part):,.0f}")
+                + f"; rows per batch {statistics.median(p['rows'] for p in part):,.0f}"
+                + f"; slowest micro-batch {max(p.get('triggerExecution', 0) for p in part):,.0f}")
 
 
 def _print_heap(heap: list[HeapSample]) -> None:
