@@ -169,7 +169,7 @@ class DeltaLogTail:
 class BufferTail:
     """The newest `column` value of source table `table` waiting in merge-on-read's change buffer
     (io/change_buffer.py), read from the buffer's transaction log and the Parquet files its commits add,
-    without Spark: the buffer holds the Kafka records, whose canal-JSON text has no statistics. A buffered
+    without Spark: the buffer holds messages, whose row values (`row`, a map) have no statistics. A buffered
     row is visible to `current_rows` from the moment its commit exists, as a merged row is in the table."""
 
     def __init__(self, buffer: Path, table: str, column: str) -> None:
@@ -186,11 +186,9 @@ class BufferTail:
                 if added is None:
                     continue
                 data = pyarrow.parquet.read_table(self._root / urllib.parse.unquote(added["path"]),
-                                                  columns=["value"])
-                for record in data["value"].to_pylist():
-                    message = json.loads(record)  # the canal-JSON text the buffer keeps as the record's bytes
-                    rows = message.get("data") if message.get("table") == self._table else None
-                    value = (rows[0] or {}).get(self._column) if rows and not message.get("isDdl") else None
+                                                  columns=["table", "row"])
+                for table, row in zip(data["table"].to_pylist(), data["row"].to_pylist(), strict=True):
+                    value = dict(row or ()).get(self._column) if table == self._table else None
                     if value is not None and (self.newest is None or int(value) > self.newest):
                         self.newest = int(value)
             self._next += 1

@@ -5,10 +5,9 @@ A micro-batch without table DDL is one append here (whatever the number of table
 `merge_every_seconds` a thread of its own (jobs/buffer_merger.py) applies the buffered messages through the
 pipeline's usual batch function and deletes them from the buffer, while the stream goes on appending: the
 merge never holds a micro-batch up. Between two merges the tables lag by up to that interval, and
-`io/current.py` reads a table with the buffer's changes laid over it. The buffer holds the batches' Kafka
-records, which `transforms/parse.py` parses into the same messages whenever they are read, so applying them
-later is applying the same messages later: the sequence guard makes the result the one of applying them
-batch by batch.
+`io/current.py` reads a table with the buffer's changes laid over it. The buffer holds messages as
+`transforms/parse.py` parses them, so applying them later is applying the same messages later: the sequence
+guard makes the result the one of applying them batch by batch.
 
 Each buffered message carries the idempotent-write id of the job that appended it and its micro-batch id,
 as the buffer's two partition columns, so that a merge takes, and afterwards deletes, exactly the messages of
@@ -33,14 +32,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.io.delta import exists
-from spark_pipelines.transforms.parse import parse_messages
 
 BUFFER_DIR = "_lakefeed/change_buffer"
 BUFFER_APP, BUFFER_BATCH = "_lakefeed_buffer_app", "_lakefeed_buffer_batch"  # who appended it, in which batch
-# The records as Spark's Kafka source gives them, what transforms/parse.py reads. Kept raw, not parsed: the
-# append writes a record's bytes instead of the parsed maps (a 22,000-change buffered batch ~?x faster,
-# docs/benchmarks.md), and the merger and `current_rows`, off the stream's path, parse them.
-RAW_COLUMNS = ("topic", "partition", "offset", "key", "value")
 BUFFER_PROPERTIES = {
     # Delta writes a checkpoint inline in every 10th commit (2-5 s here, a micro-batch held up each ~10 s);
     # the buffer's log is replayed only from the last checkpoint, and its snapshots are updated commit by commit.
@@ -57,15 +51,14 @@ def buffer_location(target_path: str) -> str:
 
 
 def pending_messages(spark: Any, path: str, taken: Column | None = None) -> DataFrame | None:
-    """The buffered row changes (of the records `taken` selects, default all) as transforms/parse.py parses
-    them, or None when the buffer holds none. A buffer of the earlier layout holds parsed messages already."""
+    """The buffered messages (those `taken` selects, default all), without the buffer's own columns, or
+    None when the buffer holds none."""
     if not exists(spark, path):
         return None
     buffered: DataFrame = spark.read.format("delta").load(path)
     if taken is not None:
         buffered = buffered.where(taken)
-    if "row" not in buffered.columns:
-        buffered = parse_messages(buffered.select(*RAW_COLUMNS)).where(F.col("valid") & ~F.col("is_ddl"))
+    buffered = buffered.drop(BUFFER_APP, BUFFER_BATCH)
     return None if buffered.isEmpty() else buffered
 
 
@@ -97,10 +90,9 @@ class ChangeBuffer:
             self._legacy = detail is not None and list(detail["partitionColumns"]) != [BUFFER_APP, BUFFER_BATCH]
         return self._legacy
 
-    def append(self, spark: Any, records: DataFrame, batch_id: int) -> None:
-        """One Delta append of the batch's Kafka records (RAW_COLUMNS), into the batch's partition (a blind
-        append: no read of the buffer, so it never waits for or conflicts with a merge's delete). Only a
-        batch without bad messages is appended, and reads keep its row changes (`pending_messages`).
+    def append(self, spark: Any, messages: DataFrame, batch_id: int) -> None:
+        """One Delta append of the batch's valid row changes, into the batch's partition (a blind append: no
+        read of the buffer, so it never waits for or conflicts with a merge's delete).
 
         It carries no idempotent-write id: Delta's check of one cost about 0.6 s per append here
         (bench/merge_on_read.py), a third of a buffered batch. A batch re-run after a crash appends its
@@ -108,7 +100,7 @@ class ChangeBuffer:
         which keep the newest change per key (transforms/latest.py), read them as one, and the merge deletes
         them with their partition."""
         assert not self.legacy(spark)
-        tagged = records.select(*RAW_COLUMNS).withColumns(
+        tagged = messages.where(F.col("valid") & ~F.col("is_ddl")).withColumns(
             {BUFFER_APP: F.lit(self.app_id), BUFFER_BATCH: F.lit(batch_id).cast("long")})
         writer = tagged.write.format("delta").mode("append").partitionBy(BUFFER_APP, BUFFER_BATCH)
         if not self._exists:

@@ -34,7 +34,7 @@ from changefeed.model import TableName
 from spark_pipelines.config import PipelineConfig
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.catalog import register, resolve_locations
-from spark_pipelines.io.change_buffer import RAW_COLUMNS, ChangeBuffer, buffer_location
+from spark_pipelines.io.change_buffer import ChangeBuffer, buffer_location
 from spark_pipelines.io.columns import ColumnEditor
 from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, idempotent, merge_latest
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
@@ -157,16 +157,16 @@ class ApplyBatch:
         try:
             spark = records.sparkSession
             self.config = resolve_locations(spark, self.config)
-            if self.buffer is None:
-                messages = parse_messages(records).persist()
-                try:
+            messages = parse_messages(records).persist()
+            try:
+                if self.buffer is None:
                     with self._merging:
                         self.last_report = self._apply(spark, messages, batch_id)
-                finally:
-                    messages.unpersist()
-            else:
-                self.last_report = self._buffered(spark, records, batch_id)
-            self.last_batch_id = batch_id
+                else:
+                    self.last_report = self._buffered(spark, messages, batch_id)
+                self.last_batch_id = batch_id
+            finally:
+                messages.unpersist()
         except BaseException as exc:
             self.failure = exc
             with self._merging:  # not while the buffer's merger reads the same state
@@ -203,34 +203,27 @@ class ApplyBatch:
                 "past this offset")
         return summary
 
-    def _buffered(self, spark: Any, records: DataFrame, batch_id: int) -> BatchReport:
+    def _buffered(self, spark: Any, messages: DataFrame, batch_id: int) -> BatchReport:
         """Merge-on-read: the batch goes to the change buffer (one append, whatever the merger is doing),
         unless it changes a table's schema: then the buffer and the batch are applied together, at once.
         CREATE TABLE alone is applied at once and the batch's rows still go to the buffer: a new table's
         rows need it to exist, not to be merged, and its floor (the statement's sequence) keeps any older
         buffered rows of the name out of the table and of `current_rows` alike."""
         assert self.buffer is not None
-        # The buffer keeps the records as Kafka gave them (io/change_buffer.py): they are what is cached, and
-        # the summary parses them once.
-        raw = records.select(*RAW_COLUMNS).persist()
-        try:
-            messages = parse_messages(raw)
-            summary = self._summary(messages)
-            ddl = schema_changes(list(summary.ddl))
-            if self.buffer.legacy(spark) or any(change["type"] != CREATE for change in ddl):
-                with self._merging:
-                    report = self._merge_buffer(spark, batch_id, messages, batch_id)
-                    assert report is not None
-                    self.last_batch_id = batch_id  # under the lock: a merge after it starts from this batch
-                    return report
-            created: set[str] = set()
-            if ddl:
-                with self._merging:
-                    for change in ddl:
-                        created |= self._apply_schema_change(spark, change)
-            self.buffer.append(spark, raw, batch_id)
-        finally:
-            raw.unpersist()
+        summary = self._summary(messages)
+        ddl = schema_changes(list(summary.ddl))
+        if self.buffer.legacy(spark) or any(change["type"] != CREATE for change in ddl):
+            with self._merging:
+                report = self._merge_buffer(spark, batch_id, messages, batch_id)
+                assert report is not None
+                self.last_batch_id = batch_id  # under the lock: a merge after it starts from this batch
+                return report
+        created: set[str] = set()
+        if ddl:
+            with self._merging:
+                for change in ddl:
+                    created |= self._apply_schema_change(spark, change)
+        self.buffer.append(spark, messages, batch_id)
         return self._counted(BatchReport(batch_id, tuple(sorted(created))), summary)
 
     def _merge_buffer(self, spark: Any, through: int, messages: DataFrame | None, batch_id: int,
