@@ -94,8 +94,9 @@ class ChangeBuffer:
         """One Delta append of the batch's valid row changes, into the batch's partition (a blind append: no
         read of the buffer, so it never waits for or conflicts with a merge's delete).
 
-        It carries no idempotent-write id: Delta's check of one cost about 0.6 s per append here
-        (bench/merge_on_read.py), a third of a buffered batch. A batch re-run after a crash appends its
+        It carries no idempotent-write id: Delta checks one against the table's transactions at every
+        append; without it, and with BUFFER_PROPERTIES, a warm buffered batch went from 1.96 to 1.65 s
+        (bench/merge_on_read.py, docs/benchmarks.md "Issue 22, tenth round"). A batch re-run after a crash appends its
         changes again into its partition; the copies share their sequence, so the merge and `current_rows`,
         which keep the newest change per key (transforms/latest.py), read them as one, and the merge deletes
         them with their partition."""
