@@ -46,6 +46,12 @@ BUFFER_PROPERTIES = {
 }
 
 
+# Delta keeps a deleted file on storage until a VACUUM, and a merge deletes every file the buffer had: the
+# merger vacuums the buffer this often (past the buffer's one-hour tombstone retention, so no file a reader of
+# a recent snapshot or an append in flight still needs).
+VACUUM_EVERY_S = 3600.0
+
+
 def buffer_location(target_path: str) -> str:
     return f"{target_path.rstrip('/')}/{BUFFER_DIR}"
 
@@ -78,6 +84,7 @@ class ChangeBuffer:
         self._unknown = True  # at start: an earlier run may have left changes
         self._legacy: bool | None = None  # written before the partition tags (unknown until asked)
         self._exists = False  # known once `legacy` has been asked
+        self._vacuumed_at = clock()
 
     def due(self) -> bool:
         return bool(self._clock() - self._merged_at >= self.merge_every_seconds)
@@ -139,3 +146,12 @@ class ChangeBuffer:
             self._unknown = False
             self._merged_through = through if self._merged_through is None else max(self._merged_through, through)
             self._merged_at = self._clock()
+
+    def vacuum_if_due(self, spark: Any) -> bool:
+        """Every VACUUM_EVERY_S, remove from storage the files of the batches merged more than the buffer's
+        tombstone retention ago (Delta's VACUUM with the table's own retention). True when it ran."""
+        if self._clock() - self._vacuumed_at < VACUUM_EVERY_S or not exists(spark, self.path):
+            return False
+        DeltaTable.forPath(spark, self.path).vacuum()
+        self._vacuumed_at = self._clock()
+        return True

@@ -264,7 +264,9 @@ class ApplyBatch:
                 raise
             if report is not None:
                 log.info("merged the change buffer up to batch %d", through)
-            return report
+        if self.buffer.vacuum_if_due(spark):  # outside the lock: a schema change need not wait for it
+            log.info("vacuumed the change buffer's merged files")
+        return report
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0) -> BatchReport:
         summary = self._summary(messages)

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig, SourceConfig, parse_config
 from spark_pipelines.errors import ConfigError
-from spark_pipelines.io.change_buffer import buffer_location, pending_messages
+from spark_pipelines.io.change_buffer import VACUUM_EVERY_S, buffer_location, pending_messages
 from spark_pipelines.io.current import current_rows
 from spark_pipelines.io.delta import live_rows
 from spark_pipelines.jobs.apply import ApplyBatch
@@ -133,7 +134,7 @@ def test_the_buffer_is_merged_when_due_and_idle_merges_wait_for_it(spark: Any, t
     assert job.buffer is not None
     now = [0.0]
     job.buffer._clock = lambda: now[0]
-    job.buffer._merged_at = now[0]  # the interval starts at 0 on the fake clock
+    job.buffer._merged_at = job.buffer._vacuumed_at = now[0]  # the intervals start at 0 on the fake clock
     path, buffer = config.table_path("shop", "a"), buffer_location(str(tmp_path / "mor"))
     job(records(spark, [dml("a", "INSERT", {"id": "1", "name": "x"}, commit_ts=2 << 18, es=2)]), 0)
     assert pending_messages(spark, buffer) is not None
@@ -148,6 +149,12 @@ def test_the_buffer_is_merged_when_due_and_idle_merges_wait_for_it(spark: Any, t
     assert pending_messages(spark, buffer) is not None and _rows(live_rows(spark, path)) == [(1, "x")]
     assert job.merge_buffer(spark) is not None
     assert pending_messages(spark, buffer) is None and _rows(live_rows(spark, path)) == [(1, "y")]
+    # An hour on, a merge also vacuums the buffer (Delta logs VACUUM START and END); rows stay as they were.
+    now[0] = 2 * NEVER + VACUUM_EVERY_S
+    assert job.merge_buffer(spark, force=True) is None  # nothing was pending
+    operations = [row["operation"] for row in DeltaTable.forPath(spark, buffer).history().collect()]
+    assert "VACUUM END" in operations, operations
+    assert _rows(live_rows(spark, path)) == [(1, "y")]
 
 
 def _insert(table: str, key: int, ts: int) -> str:
