@@ -36,7 +36,7 @@ from spark_pipelines.io.delta import exists
 BUFFER_DIR = "_lakefeed/change_buffer"
 BUFFER_APP, BUFFER_BATCH = "_lakefeed_buffer_app", "_lakefeed_buffer_batch"  # who appended it, in which batch
 BUFFER_PROPERTIES = {
-    # Delta writes a checkpoint inline in every 10th commit (2-5 s here, a micro-batch held up each ~10 s);
+    # Delta writes a checkpoint inline in every 10th commit (a micro-batch held up every ~10 s);
     # the buffer's log is replayed only from the last checkpoint, and its snapshots are updated commit by commit.
     "delta.checkpointInterval": "100",
     # Nothing reads an old version of the buffer: keep the removed files' tombstones and the log an hour,
