@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from spark_pipelines.packages import package_conf
-from spark_pipelines.session import LOCAL_DEFAULTS, get_or_build_session, local_parallelism_conf
+from spark_pipelines.session import LOCAL_DEFAULTS, get_or_build_session, local_master_conf
 
 
 def loopback_conf() -> dict[str, str]:
@@ -20,7 +20,7 @@ def loopback_conf() -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        **local_parallelism_conf("local[2]"),
+        **local_master_conf("local[2]"),
         "spark.default.parallelism": "2",
     }
 

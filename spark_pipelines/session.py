@@ -42,19 +42,29 @@ LOCAL_DEFAULTS = {
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+CODEGEN_FACTORY, INTERPRETED = "spark.sql.codegen.factoryMode", "NO_CODEGEN"
 _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\d+)?\])?")
 
 
-def local_parallelism_conf(master: str) -> dict[str, str]:
-    """Shuffle and Delta state-reconstruction partitions sized to a local master's cores; nothing for
-    any other master (a cluster's operators size their own).
+def local_master_conf(master: str) -> dict[str, str]:
+    """Settings for a local master, nothing for any other (a cluster's operators size their own):
 
-    Spark's defaults are for clusters: `spark.sql.shuffle.partitions` 200 and Delta's
-    `spark.databricks.delta.snapshotPartitions` 50 (DeltaSQLConf), so every MERGE, every batch summary and
-    every snapshot of a table after a commit ran 50-200 tasks of a few rows each on `local[2]`'s two
-    threads: a warm 3-table micro-batch took about twice as long as with two partitions (docs/benchmarks.md,
-    "Issue 22, seventh round"). One partition per core keeps both busy; adaptive execution (on by default)
-    still splits a skewed join."""
+    - shuffle and Delta state-reconstruction partitions sized to its cores. Spark's defaults are for
+      clusters: `spark.sql.shuffle.partitions` 200 and Delta's `spark.databricks.delta.snapshotPartitions`
+      50 (DeltaSQLConf), so every MERGE, every batch summary and every snapshot of a table after a commit ran
+      50-200 tasks of a few rows each on `local[2]`'s two threads: a warm 3-table micro-batch took about
+      twice as long as with two partitions (docs/benchmarks.md, "Issue 22, seventh round"). One partition
+      per core keeps both busy; adaptive execution (on by default) still splits a skewed join.
+    - expressions evaluated by Spark's interpreter (`spark.sql.codegen.factoryMode=NO_CODEGEN`): a task
+      builds the Java source of each projection, predicate and ordering it evaluates outside whole-stage
+      code, then looks it up in (or compiles it into) Spark's code cache; a literal that changes from batch to
+      batch (key ranges, floors) is a new class every batch. A JFR profile of the JVM in a live merge-on-read
+      run at 200 rows/s had about a third of its samples there (the source's comment stripping alone a
+      fifth), on micro-batches of a few hundred rows, where the interpreter costs little. A warm MERGE
+      batch took 9.1 -> 7.4 s and a buffered one 2.0 -> 1.5-1.7 s (docs/benchmarks.md, "Issue 22, eleventh
+      round"). Spark documents the setting as internal (its test suites run every expression in both
+      modes); whole-stage code generation stays on, and the YAML's `spark.conf` can set `FALLBACK`, Spark's
+      default, back."""
     match = _LOCAL_MASTER.fullmatch(master.strip())
     if match is None:
         return {}
@@ -65,7 +75,7 @@ def local_parallelism_conf(master: str) -> dict[str, str]:
         cores = os.cpu_count() or 1
     else:
         cores = max(1, int(given))
-    return {SHUFFLE_PARTITIONS: str(cores), SNAPSHOT_PARTITIONS: str(cores)}
+    return {SHUFFLE_PARTITIONS: str(cores), SNAPSHOT_PARTITIONS: str(cores), CODEGEN_FACTORY: INTERPRETED}
 
 
 def under_spark_submit() -> bool:
@@ -106,8 +116,8 @@ def _fill_runtime_conf(spark: Any, conf: Mapping[str, str]) -> None:
 
 def started_session_conf(conf: Mapping[str, str], master: str) -> dict[str, str]:
     """What a session we start is given, later entries winning: packages, our defaults, the local
-    partition sizing, then the YAML's `spark.conf`."""
-    return {**package_conf(), **LOCAL_DEFAULTS, **local_parallelism_conf(master), **conf}
+    master's settings, then the YAML's `spark.conf`."""
+    return {**package_conf(), **LOCAL_DEFAULTS, **local_master_conf(master), **conf}
 
 
 def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
@@ -132,6 +142,7 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
     SparkContext(conf=spark_conf, gateway=gateway)
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions", master,
-             spark.conf.get(SHUFFLE_PARTITIONS), spark.conf.get(SNAPSHOT_PARTITIONS))
+    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions, expressions %s", master,
+             spark.conf.get(SHUFFLE_PARTITIONS), spark.conf.get(SNAPSHOT_PARTITIONS),
+             spark.conf.get(CODEGEN_FACTORY, "FALLBACK"))
     return spark
