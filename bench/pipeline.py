@@ -19,6 +19,8 @@
   materialise line then also gives the buffered batch alone, and its total includes the buffer's merge; the
   live run counts a row visible once its commit is in the change buffer (`BufferTail`: what `current_rows`
   reads) or in the table.
+- `--jfr FILE`: a Java Flight Recorder profile of the Spark JVM over the live run, and the share of its CPU
+  samples in code generation, Delta, Parquet and JSON parsing (bench/_jvm_profile.py).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import pyarrow.parquet
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._jvm_profile import record as record_jfr
+from bench._jvm_profile import sample_shares
 from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint
 from changefeed.runner import Changefeed, ChangefeedSpec
@@ -212,7 +216,7 @@ def _live_heap_mib(spark: Any) -> float:
 
 
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
-               store: Path, poller: str, heap_every: float | None, merge_every: int
+               store: Path, poller: str, heap_every: float | None, merge_every: int, jfr: Path | None = None
                ) -> tuple[list[float], list[LagSample], float, list[HeapSample], list[dict[str, Any]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
@@ -251,6 +255,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     try:
         time.sleep(2)  # the first rows create the topic and the table
         query = start_query(spark, read_stream(spark, config.source), config, batch=batch)
+        recording = record_jfr(spark) if jfr is not None else None
         path = config.table_path(DATABASE, "live")
         tail = DeltaLogTail(Path(path), "id")
         buffered = BufferTail(Path(buffer_location(str(work / "live-delta"))), "live", "id") if merge_every else None
@@ -282,6 +287,8 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
                 seen = top
             if seen >= 0 and seen in committed:
                 curve.append(LagSample(now - began, now - committed[seen], len(committed) - seen - 1))
+        if recording is not None and jfr is not None:
+            recording.finish(jfr)
     finally:
         stop.set()
         writer.join()
@@ -363,11 +370,14 @@ def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
 @click.option("--skip-materialise", is_flag=True, help="Only the live run (on a cold JVM).")
 @click.option("--heap-every", type=float, default=None,
               help="Also sample the JVM's heap after a full GC every this many seconds of the live run.")
+@click.option("--jfr", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also record the Spark JVM over the live run with Java Flight Recorder into this file, and "
+                   "print where its CPU samples fall (bench/_jvm_profile.py).")
 @click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
               help="Run the pipeline merge-on-read (target.merge_every_seconds); freshness then counts a row "
                    "visible once it is in the change buffer (read by current_rows) or merged.")
 def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
-         skip_materialise: bool, heap_every: float | None, merge_every: int) -> None:
+         skip_materialise: bool, heap_every: float | None, merge_every: int, jfr: Path | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -394,8 +404,13 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                         click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
             found, curve, written, heap, batches = _freshness(
                 spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
-                merge_every)
+                merge_every, jfr)
             _print_batch_phases(batches)
+            if jfr is not None:
+                samples, shares = sample_shares(jfr)
+                click.echo(f"\nJFR of the Spark JVM over the live run ({jfr}): {samples:,} execution samples")
+                for group, share in shares.items():
+                    click.echo(f"  {share:6.1%}  {group}")
             _print_heap(heap)
             lags = sorted(found)
             click.echo(f"\nlive writer: {written:,.0f} rows/s written ({live_rate:,.0f} asked)")

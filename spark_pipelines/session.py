@@ -59,12 +59,12 @@ def local_master_conf(master: str) -> dict[str, str]:
       builds the Java source of each projection, predicate and ordering it evaluates outside whole-stage
       code, then looks it up in (or compiles it into) Spark's code cache; a literal that changes from batch to
       batch (key ranges, floors) is a new class every batch. A JFR profile of the JVM in a live merge-on-read
-      run at 200 rows/s had about a third of its samples there (the source's comment stripping alone a
-      fifth), on micro-batches of a few hundred rows, where the interpreter costs little. A warm MERGE
+      run at 200 rows/s had 47% of its samples there (stripping comments from the source 20%, Janino 16%),
+      on micro-batches of a few hundred rows, where the interpreter costs little. A warm MERGE
       batch took 9.1 -> 7.4 s and a buffered one 2.0 -> 1.5-1.7 s (docs/benchmarks.md, "Issue 22, eleventh
-      round"). Spark documents the setting as internal (its test suites run every expression in both
-      modes); whole-stage code generation stays on, and the YAML's `spark.conf` can set `FALLBACK`, Spark's
-      default, back."""
+      round"). Spark documents the setting as internal (its expression tests check the interpreted path
+      beside the generated one); whole-stage code generation stays on, and the YAML's `spark.conf` can set
+      `FALLBACK`, Spark's default, back."""
     match = _LOCAL_MASTER.fullmatch(master.strip())
     if match is None:
         return {}

@@ -100,3 +100,16 @@ def test_pipeline_benchmark_sees_rows_waiting_in_the_change_buffer(spark: Any, t
         if batch_id == 1:
             job.merge_buffer(spark, force=True)  # the buffer empties; what it held stays visible in the table
     assert tail.poll() == 9
+
+
+def test_a_jfr_recording_of_the_spark_jvm_counts_its_samples(spark: Any, tmp_path: Path) -> None:
+    """bench/pipeline.py --jfr: a recording of the shared session's JVM while it runs a query holds execution
+    samples, and a query whose plan Spark compiles puts some in the code generation group."""
+    profile = _bench_module("_jvm_profile.py")
+    recording = profile.record(spark)
+    for n in range(4):  # each a new plan: whole-stage code generated and compiled again
+        spark.range(200_000).selectExpr(f"id * {n + 2} AS v", f"id % {n + 7} AS k").groupBy("k").sum("v").collect()
+    recording.finish(tmp_path / "run.jfr")
+    samples, shares = profile.sample_shares(tmp_path / "run.jfr")
+    assert samples > 0
+    assert shares["expression code generation (Spark's generator or Janino)"] > 0, shares
