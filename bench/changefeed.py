@@ -113,8 +113,12 @@ def _load(mysql: MySQLServer, table: Table, first: int, rows: int, per_txn: int 
 def _rss_kib() -> int:
     """Resident memory of this process and of its live children (the capture process)."""
     total = 0
-    children = [pid for task in Path("/proc/self/task").iterdir()
-                for pid in (task / "children").read_text().split()]
+    children: list[str] = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            children += (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue  # a thread that ended after the listing (seen with --profile)
     for pid in ["self", *children]:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
