@@ -43,6 +43,11 @@ BUFFER_PROPERTIES = {
     # not Delta's week and 30 days (a commit a second would pile them up in every checkpoint and directory).
     "delta.deletedFileRetentionDuration": "interval 1 hours",
     "delta.logRetentionDuration": "interval 1 hours",
+    # No column statistics: every read of the buffer selects by its partition columns, whose values the log
+    # holds anyway, so the statistics Delta gathers on a file's first 32 columns only cost the append (a
+    # 22,000-message append took 0.41-0.65 s without them against 0.80-1.23 s with them; docs/benchmarks.md,
+    # "Issue 22, twelfth round").
+    "delta.dataSkippingNumIndexedCols": "0",
 }
 
 

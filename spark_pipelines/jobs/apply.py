@@ -191,10 +191,11 @@ class ApplyBatch:
         self.layouts.clear()
         self.rowless.clear()
 
-    def _summary(self, messages: DataFrame) -> BatchSummary:
+    def _summary(self, messages: DataFrame, *, layouts: bool = True) -> BatchSummary:
         """One Spark action for every question the driver has about the batch (transforms/summary.py); a
-        message the pipeline cannot apply stops it here, before anything is written."""
-        summary = BatchSummary.of(summary_rows(messages).collect(), TABLE_DDL)
+        message the pipeline cannot apply stops it here, before anything is written. `layouts=False`: a
+        batch bound for the change buffer, which needs no table layout."""
+        summary = BatchSummary.of(summary_rows(messages, layouts=layouts).collect(), TABLE_DDL)
         if summary.bad is not None:
             row = summary.bad
             raise MessageError(
@@ -210,7 +211,7 @@ class ApplyBatch:
         rows need it to exist, not to be merged, and its floor (the statement's sequence) keeps any older
         buffered rows of the name out of the table and of `current_rows` alike."""
         assert self.buffer is not None
-        summary = self._summary(messages)
+        summary = self._summary(messages, layouts=False)  # a schema change merges, and sums the layouts up then
         ddl = schema_changes(list(summary.ddl))
         if self.buffer.legacy(spark) or any(change["type"] != CREATE for change in ddl):
             with self._merging:
