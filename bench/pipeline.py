@@ -6,7 +6,8 @@
   (availableNow, one micro-batch) applies them to new Delta tables. Side by side in the same run: a plain
   Spark batch job that reads the same topic and appends the raw records to Delta (what Spark's Kafka
   source and Delta cost on their own, without parsing, ordering or merging). Both run twice: the first
-  pair pays the JVM's class loading and JIT (the pipeline, run first, most of it), the second is warm.
+  pair pays the JVM's class loading and JIT (the pipeline, run first, most of it), the second is warm
+  (`--warm-runs N`: N warm pairs and their median ratio; the JIT goes on warming up over the first few).
 - freshness: a writer commits rows at `--live-rate` rows/s (one row per transaction up to 200 rows/s,
   then more rows per transaction, paced to a schedule so the rate holds) while the changefeed and the job
   (processing-time trigger of 1 s) run; a poller reads the Delta table's transaction log (`--poller
@@ -373,11 +374,15 @@ def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
 @click.option("--jfr", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also record the Spark JVM over the live run with Java Flight Recorder into this file, and "
                    "print where its CPU samples fall (bench/_jvm_profile.py).")
+@click.option("--warm-runs", default=1, show_default=True,
+              help="Materialise this many times after the cold run (the JIT keeps warming up over the first few), "
+                   "and print the median ratio of the warm runs.")
 @click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
               help="Run the pipeline merge-on-read (target.merge_every_seconds); freshness then counts a row "
                    "visible once it is in the change buffer (read by current_rows) or merged.")
 def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
-         skip_materialise: bool, heap_every: float | None, merge_every: int, jfr: Path | None) -> None:
+         skip_materialise: bool, heap_every: float | None, warm_runs: int, merge_every: int, jfr: Path | None
+         ) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -396,12 +401,18 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                 records = feed.rows
                 click.echo(f"\nmaterialise {records} change records ({rows} inserts + {rows // 10} updates), "
                            "each job into new tables; first in this JVM (cold), then again (warm)")
-                click.echo(f"{'run':<6}{'job':<34}{'records/s':>12}{'ratio':>8}")
-                for run in ("cold", "warm"):
+                click.echo(f"{'run':<7}{'job':<34}{'records/s':>12}{'ratio':>8}")
+                ratios: dict[str, list[float]] = {}
+                for run in ["cold", *(f"warm{n}" if warm_runs > 1 else "warm" for n in range(1, warm_runs + 1))]:
                     rates = _materialise(spark, broker.bootstrap, topic, work, records, run, merge_every)
                     base = rates["plain Kafka -> Delta append"]
                     for name, rate in rates.items():
-                        click.echo(f"{run:<6}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
+                        click.echo(f"{run:<7}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
+                        if run != "cold":
+                            ratios.setdefault(name, []).append(rate / base)
+                if warm_runs > 1:
+                    for name, values in ratios.items():
+                        click.echo(f"{'median':<7}{name:<34}{'':>12}{statistics.median(values):>8.2f}")
             found, curve, written, heap, batches = _freshness(
                 spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
                 merge_every, jfr)

@@ -195,7 +195,7 @@ class ApplyBatch:
         """One Spark action for every question the driver has about the batch (transforms/summary.py); a
         message the pipeline cannot apply stops it here, before anything is written. `layouts=False`: a
         batch bound for the change buffer, which needs no table layout."""
-        summary = BatchSummary.of(summary_rows(messages, layouts=layouts).collect(), TABLE_DDL)
+        summary = BatchSummary.of(summary_rows(messages, layouts=layouts).collect(), TABLE_DDL, layouts=layouts)
         if summary.bad is not None:
             row = summary.bad
             raise MessageError(

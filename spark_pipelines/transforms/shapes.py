@@ -28,25 +28,38 @@ def shape_rows(messages: DataFrame) -> DataFrame:
     that changes the key, the old row; NULL when some value is not an integer), rows (messages) and
     newest_ms (their newest commit time, epoch milliseconds: the progress line's, transforms/summary.py)."""
     dml = messages.where(F.col("valid") & ~F.col("is_ddl"))
+    return dml.groupBy("database", "table", *layout_keys()).agg(*layout_aggregates())
+
+
+def layout_keys() -> list[Column]:
+    """What tells one message layout from another (besides its table): shape_rows' grouping."""
+    return [
+        F.to_json(F.col("pk_names")).alias("pk"),
+        F.to_json(F.col("key_names")).alias("key_names"),
+        F.to_json(F.map_keys(F.col("row"))).alias("columns"),
+        F.to_json(F.col("mysql_types")).alias("types"),
+    ]
+
+
+def layout_aggregates() -> list[Column]:
+    """shape_rows' aggregates over the messages of one layout: newest, key_low, key_high, rows, newest_ms."""
     first_key = F.get(F.col("pk_names"), 0)  # NULL for a table without pkNames (keyed by the message key)
     new_key = F.col("row")[first_key]
     old_key = F.coalesce(F.col("old")[first_key], new_key)
     new_number, old_number = (_as_key_number(value) for value in (new_key, old_key))
     # A count of the values that are not integers: any makes the layout's range unknown (NULL).
     odd = F.sum((new_number.isNull() | old_number.isNull()).cast("int"))
-    return dml.groupBy(
-        "database", "table",
-        F.to_json(F.col("pk_names")).alias("pk"),
-        F.to_json(F.col("key_names")).alias("key_names"),
-        F.to_json(F.map_keys(F.col("row"))).alias("columns"),
-        F.to_json(F.col("mysql_types")).alias("types"),
-    ).agg(
+    return [
         F.max(SEQ).alias("newest"),
         F.when(odd == 0, F.min(F.least(new_number, old_number))).alias("key_low"),
         F.when(odd == 0, F.max(F.greatest(new_number, old_number))).alias("key_high"),
-        F.count(F.lit(1)).alias("rows"),
-        F.max(F.unix_millis(F.col(COMMIT_TS))).alias("newest_ms"),
-    )
+        *table_counts(),
+    ]
+
+
+def table_counts() -> list[Column]:
+    """Messages counted (rows) and their newest commit time (newest_ms, epoch milliseconds)."""
+    return [F.count(F.lit(1)).alias("rows"), F.max(F.unix_millis(F.col(COMMIT_TS))).alias("newest_ms")]
 
 
 def _as_key_number(value: Column) -> Column:

@@ -1,19 +1,20 @@
 """Everything the driver needs to know about a micro-batch, gathered by one Spark action.
 
 A batch used to cost one job per question (is there a bad message? which DDL? which table layouts?);
-each job re-reads the cached messages and pays the scheduling cost. `summary_rows` answers them in one
-DataFrame of a few rows, told apart by `kind`:
-- `bad`: the first message that is not a canal-JSON change (topic, partition, offset, value);
-- `ddl`: every DDL message (database, table, type, sql, sequence, commit time);
-- `layout`: one row per (table, message layout), as transforms/shapes.shape_rows gives them, with the
-  count of row changes and their newest commit time;
-- `count` (instead of `layout`, with `layouts=False`): one row per table, the count of its row changes and
-  their newest commit time. A merge-on-read batch that only appends to the change buffer needs no layout:
-  grouping on the layouts (four JSON texts a message) was half of its summary (0.50-0.68 s against
-  0.20-0.41 s on 22,000 cached messages, docs/benchmarks.md "Issue 22, twelfth round").
-`BatchSummary.of` splits the collected rows on the driver and adds up the progress line's counts per
-table from the layouts (or counts) and the DDL rows: a separate aggregation for them cost the batch another
-shuffle.
+each job re-reads the cached messages and pays the scheduling cost. `summary_rows` answers them with one
+aggregation: one row per (valid, is_ddl, table, message layout), as transforms/shapes.shape_rows groups row
+changes, each with
+- `rows` and `newest_ms`: how many messages, and their newest commit time (the progress line's counts);
+- for row changes, the layout's `newest` sequence and first-key range (shape_rows' columns);
+- `ddl`: the DDL messages of the group (database, table, type, sql, session time zone, sequence, commit
+  time), none in a group of row changes;
+- `bad`: for messages that are not canal-JSON changes, the first of them (topic, partition, offset, value).
+With `layouts=False` the groups are (valid, is_ddl, table) only. A merge-on-read batch that only appends to
+the change buffer needs no layout: grouping on the layouts (four JSON texts a message) was half of its
+summary. One aggregation rather than a union of three queries also saves adaptive execution a job per part:
+on 22,000 cached messages 0.50-0.68 s with layouts as a union, 0.20-0.41 s without layouts, 0.13-0.25 s as one
+aggregation (docs/benchmarks.md, "Issue 22, twelfth round").
+`BatchSummary.of` splits the collected rows on the driver.
 """
 
 from __future__ import annotations
@@ -22,32 +23,28 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.transforms.parse import COMMIT_TS, SEQ
-from spark_pipelines.transforms.shapes import shape_rows
+from spark_pipelines.transforms.shapes import layout_aggregates, layout_keys, table_counts
 
-KIND = "_lakefeed_kind"
-BAD, DDL, LAYOUT, COUNT = "bad", "ddl", "layout", "count"
+_DDL_FIELDS = ("database", "table", "type", "sql", "session_time_zone", SEQ, COMMIT_TS)
 
 
 def summary_rows(messages: DataFrame, *, layouts: bool = True) -> DataFrame:
-    """The batch's bad message (at most one), its DDL messages, its layouts (or, with `layouts=False`, its
-    row changes counted per table)."""
-    bad = (messages.where(~F.col("valid")).select("topic", "partition", "offset", "value").limit(1)
-           .withColumn(KIND, F.lit(BAD)))
-    ddl = (messages.where(F.col("valid") & F.col("is_ddl"))
-           .select("database", "table", "type", "sql", "session_time_zone", SEQ, COMMIT_TS,
-                   F.unix_millis(F.col(COMMIT_TS)).alias("newest_ms"))
-           .withColumn(KIND, F.lit(DDL)))
-    if layouts:
-        tables = shape_rows(messages).withColumn(KIND, F.lit(LAYOUT))
-    else:
-        tables = (messages.where(F.col("valid") & ~F.col("is_ddl")).groupBy("database", "table")
-                  .agg(F.count(F.lit(1)).alias("rows"), F.max(F.unix_millis(F.col(COMMIT_TS))).alias("newest_ms"))
-                  .withColumn(KIND, F.lit(COUNT)))
-    return bad.unionByName(ddl, allowMissingColumns=True).unionByName(tables, allowMissingColumns=True)
+    """The batch's groups of messages (see the module's docstring); `layouts=False` leaves the row changes'
+    layouts out."""
+    is_valid_ddl = F.col("valid") & F.col("is_ddl")
+    ddl = F.struct(*_DDL_FIELDS, F.unix_millis(F.col(COMMIT_TS)).alias("newest_ms"))
+    # min over a struct compares its fields in order: the bad message of the lowest (topic, partition, offset)
+    bad = F.struct("topic", "partition", "offset", "value")
+    keys: list[Column | str] = ["valid", "is_ddl", "database", "table", *(layout_keys() if layouts else [])]
+    return messages.groupBy(*keys).agg(
+        *(layout_aggregates() if layouts else table_counts()),
+        F.collect_list(F.when(is_valid_ddl, ddl)).alias("ddl"),
+        F.min(F.when(~F.col("valid"), bad)).alias("bad"),
+    )
 
 
 @dataclass(frozen=True)
@@ -70,21 +67,29 @@ class TableCount:
 class BatchSummary:
     bad: Any | None  # a Row: topic, partition, offset, value
     ddl: tuple[Any, ...]  # Rows: database, table, type, sql, session_time_zone, _lakefeed_seq, _lakefeed_commit_ts
-    layouts: tuple[Any, ...]  # Rows of shape_rows (none when summed up without them)
+    layouts: tuple[Any, ...]  # Rows with shape_rows' columns (none when summed up without layouts)
     counts: tuple[TableCount, ...]
 
     @classmethod
-    def of(cls, rows: Iterable[Any], ddl_types: Collection[str]) -> BatchSummary:
-        """Split the collected rows; `ddl` keeps the DDL messages of `ddl_types` (the table DDL the batch
-        applies), `counts` covers every DDL message and every row change."""
-        by_kind: dict[str, list[Any]] = {BAD: [], DDL: [], LAYOUT: [], COUNT: []}
-        for row in rows:
-            by_kind[row[KIND]].append(row)
+    def of(cls, rows: Iterable[Any], ddl_types: Collection[str], *, layouts: bool = True) -> BatchSummary:
+        """Split the collected rows of `summary_rows(..., layouts=layouts)`; `ddl` keeps the DDL messages of
+        `ddl_types` (the table DDL the batch applies), `counts` covers every DDL message and every row change."""
+        bad: list[Any] = []
+        ddl: list[Any] = []
+        shapes: list[Any] = []
         counts: dict[tuple[str, str | None, bool], TableCount] = {}
-        for count in ([TableCount(r["database"], r["table"], True, 1, r["newest_ms"]) for r in by_kind[DDL]]
-                      + [TableCount(r["database"], r["table"], False, r["rows"], r["newest_ms"])
-                         for r in by_kind[LAYOUT] + by_kind[COUNT]]):
-            key = (count.database, count.table, count.is_ddl)
-            counts[key] = counts[key].plus(count) if key in counts else count
-        return cls(next(iter(by_kind[BAD]), None), tuple(r for r in by_kind[DDL] if r["type"] in ddl_types),
-                   tuple(by_kind[LAYOUT]), tuple(counts.values()))
+        for row in rows:
+            if not row["valid"]:
+                bad.append(row["bad"])
+                continue
+            if row["is_ddl"]:
+                ddl += row["ddl"]
+                found = [TableCount(d["database"], d["table"], True, 1, d["newest_ms"]) for d in row["ddl"]]
+            else:
+                shapes += [row] if layouts else []
+                found = [TableCount(row["database"], row["table"], False, row["rows"], row["newest_ms"])]
+            for count in found:
+                key = (count.database, count.table, count.is_ddl)
+                counts[key] = counts[key].plus(count) if key in counts else count
+        first_bad = min(bad, key=lambda b: (b["topic"], b["partition"], b["offset"]), default=None)
+        return cls(first_bad, tuple(d for d in ddl if d["type"] in ddl_types), tuple(shapes), tuple(counts.values()))
