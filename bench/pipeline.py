@@ -19,7 +19,8 @@
 - `--merge-every-seconds N`: both parts with the pipeline merge-on-read (`target.merge_every_seconds`): the
   materialise line then also gives the buffered batch alone, and its total includes the buffer's merge; the
   live run counts a row visible once its commit is in the change buffer (`BufferTail`: what `current_rows`
-  reads) or in the table.
+  reads) or in the table, and also prints the lag of the table alone (what a plain Delta read sees, up to
+  one merge interval behind).
 - `--jfr FILE`: a Java Flight Recorder profile of the Spark JVM over the live run, and the share of its CPU
   samples in code generation, Delta, Parquet and JSON parsing (bench/_jvm_profile.py).
 """
@@ -218,7 +219,8 @@ def _live_heap_mib(spark: Any) -> float:
 
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
                store: Path, poller: str, heap_every: float | None, merge_every: int, jfr: Path | None = None
-               ) -> tuple[list[float], list[LagSample], float, list[HeapSample], list[dict[str, Any]]]:
+               ) -> tuple[list[float], list[LagSample], list[LagSample], float, list[HeapSample],
+                          list[dict[str, Any]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
           f"&max-message-bytes={SINK_LIMIT}"
@@ -251,6 +253,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     batch = ApplyBatch(config)
     lags: list[float] = []
     curve: list[LagSample] = []
+    merged: list[LagSample] = []  # merge-on-read: the lag of the table alone (what a plain Delta read sees)
     heap: list[HeapSample] = []
     batches: dict[int, dict[str, Any]] = {}  # batch id -> Spark's progress of that micro-batch
     try:
@@ -273,9 +276,12 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
                 next_progress += 2.0
             if poller == "delta-log":
                 time.sleep(0.05)
-                top = tail.poll()
+                top = merged_top = tail.poll()
                 if buffered is not None and (waiting := buffered.poll()) is not None:
                     top = waiting if top is None else max(top, waiting)
+                if buffered is not None and merged_top is not None and merged_top in committed:
+                    now = time.time()
+                    merged.append(LagSample(now - began, now - committed[merged_top], len(committed) - merged_top - 1))
             else:
                 time.sleep(0.25)
                 try:
@@ -300,7 +306,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
             if batch.merger is not None:
                 batch.merger.stop()
         feed.remove()
-    return lags, curve, written_rate, heap, [batches[b] for b in sorted(batches)]
+    return lags, curve, merged, written_rate, heap, [batches[b] for b in sorted(batches)]
 
 
 def _keep_progress(query: Any, batches: dict[int, dict[str, Any]]) -> None:
@@ -326,6 +332,14 @@ def _print_batch_phases(progress: list[dict[str, Any]]) -> None:
                 + f"; slowest micro-batch {max(p.get('triggerExecution', 0) for p in part):,.0f}")
 
 
+def _print_lag(what: str, curve: list[LagSample]) -> None:
+    thirds = [curve[i * len(curve) // 3:(i + 1) * len(curve) // 3] for i in range(3)]
+    click.echo(f"{what} by third of the run, mean / max s: " + ", ".join(
+        f"{statistics.mean(s.lag for s in part):.1f} / {max(s.lag for s in part):.1f}"
+        for part in thirds if part) + "; rows not yet visible, max: " + ", ".join(
+        f"{max(s.behind for s in part):,}" for part in thirds if part))
+
+
 def _print_heap(heap: list[HeapSample]) -> None:
     """The live set over the run: each sample, and the median by third of the run (a sample taken while a
     batch runs also counts that batch's data, so single samples jump; a leak moves the medians)."""
@@ -338,7 +352,7 @@ def _print_heap(heap: list[HeapSample]) -> None:
     click.echo("  " + ", ".join(f"{h.at / 60:.0f}m {h.used_mib:.0f}" for h in heap))
 
 
-def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
+def _plot(curve: list[LagSample], rate: float, path: Path, merged: list[LagSample] | None = None) -> None:
     """Delta's lag against time, one SVG (matplotlib, no display needed). The rows not yet visible are the
     lag times the rate, so they are printed, not drawn."""
     import matplotlib
@@ -347,7 +361,12 @@ def _plot(curve: list[LagSample], rate: float, path: Path) -> None:
     from matplotlib import pyplot
 
     figure, axis = pyplot.subplots(figsize=(8, 3.2))
-    axis.plot([s.at for s in curve], [s.lag for s in curve], color="tab:blue", linewidth=1)
+    axis.plot([s.at for s in curve], [s.lag for s in curve], color="tab:blue", linewidth=1,
+              label="visible (change buffer or table)" if merged else None)
+    if merged:
+        axis.plot([s.at for s in merged], [s.lag for s in merged], color="tab:orange", linewidth=1,
+                  label="merged into the table")
+        axis.legend(fontsize=8, loc="upper left")
     axis.set_ylim(bottom=0)
     axis.set_xlabel("seconds since the writer started")
     axis.set_ylabel("Delta's lag, s")
@@ -413,7 +432,7 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                 if warm_runs > 1:
                     for name, values in ratios.items():
                         click.echo(f"{'median':<7}{name:<34}{'':>12}{statistics.median(values):>8.2f}")
-            found, curve, written, heap, batches = _freshness(
+            found, curve, merged, written, heap, batches = _freshness(
                 spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
                 merge_every, jfr)
             _print_batch_phases(batches)
@@ -429,13 +448,11 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                 p50, p99 = statistics.median(lags), lags[min(len(lags) - 1, int(len(lags) * 0.99))]
                 click.echo(f"freshness at {live_rate:.0f} rows/s, trigger 1 s, {len(lags)} rows, seen by {poller}: "
                            f"p50 {p50:.2f} s, p99 {p99:.2f} s (MySQL commit -> visible in Delta)")
-                thirds = [curve[i * len(curve) // 3:(i + 1) * len(curve) // 3] for i in range(3)]
-                click.echo("Delta's lag by third of the run, mean / max s: " + ", ".join(
-                    f"{statistics.mean(s.lag for s in part):.1f} / {max(s.lag for s in part):.1f}"
-                    for part in thirds if part) + "; rows not yet visible, max: " + ", ".join(
-                    f"{max(s.behind for s in part):,}" for part in thirds if part))
+                _print_lag("Delta's lag", curve)
+                if merged:
+                    _print_lag("merged into the table (a plain Delta read, without the buffer)", merged)
                 if lag_plot is not None:
-                    _plot(curve, live_rate, lag_plot)
+                    _plot(curve, live_rate, lag_plot, merged)
                     click.echo(f"lag curve: {lag_plot}")
             else:
                 click.echo("\nfreshness: no row became visible in the live window")
