@@ -19,8 +19,8 @@
 - `--merge-every-seconds N`: both parts with the pipeline merge-on-read (`target.merge_every_seconds`): the
   materialise line then also gives the buffered batch alone, and its total includes the buffer's merge; the
   live run counts a row visible once its commit is in the change buffer (`BufferTail`: what `current_rows`
-  reads) or in the table, and also prints the lag of the table alone (what a plain Delta read sees, up to
-  one merge interval behind).
+  reads) or in the table, and also prints the lag of the table alone (what a plain Delta read sees: it
+  waits for the merges, which run back to back when one takes longer than the interval).
 - `--jfr FILE`: a Java Flight Recorder profile of the Spark JVM over the live run, and the share of its CPU
   samples in code generation, Delta, Parquet and JSON parsing (bench/_jvm_profile.py).
 """
@@ -393,7 +393,7 @@ def _plot(curve: list[LagSample], rate: float, path: Path, merged: list[LagSampl
 @click.option("--jfr", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also record the Spark JVM over the live run with Java Flight Recorder into this file, and "
                    "print where its CPU samples fall (bench/_jvm_profile.py).")
-@click.option("--warm-runs", default=1, show_default=True,
+@click.option("--warm-runs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Materialise this many times after the cold run (the JIT keeps warming up over the first few), "
                    "and print the median ratio of the warm runs.")
 @click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
