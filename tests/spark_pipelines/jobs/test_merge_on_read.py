@@ -18,7 +18,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
 from spark_pipelines.config import PipelineConfig, SourceConfig, parse_config
-from spark_pipelines.errors import ConfigError
+from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.change_buffer import VACUUM_EVERY_S, buffer_location, pending_messages
 from spark_pipelines.io.current import current_rows
 from spark_pipelines.io.delta import live_rows
@@ -185,6 +185,19 @@ def test_rows_of_a_table_created_in_the_batch_wait_in_the_buffer(spark: Any, tmp
     assert expected == [(2, "t2-7")]
     job.merge_buffer(spark, force=True)
     assert _rows(live_rows(spark, config.table_path("shop", "t"))) == expected
+
+
+@pytest.mark.parametrize("merge_every", [None, NEVER], ids=["merge-per-batch", "merge-on-read"])
+def test_a_batch_with_a_bad_message_stops_before_writing_anything(spark: Any, tmp_path: Path,
+                                                                  merge_every: int | None) -> None:
+    """The batch summary finds the bad message (in merge-on-read without the layouts) and the batch raises
+    MessageError naming its partition and offset; neither a table nor the change buffer is written."""
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "out"), str(tmp_path / "c"),
+                            merge_every_seconds=merge_every)
+    values = [_insert("t", 1, 2), "{not canal-json", _insert("t", 2, 3)]
+    with pytest.raises(MessageError, match=r"cdc\[0\]@11 is not a canal-JSON change.*not canal-json"):
+        ApplyBatch(config)(_offset(spark, values, 10), 0)
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_batch_appends_while_a_merge_holds_the_tables(spark: Any, tmp_path: Path) -> None:
