@@ -1,13 +1,10 @@
 """The Kafka edge: Spark's Kafka source over the changefeed's topics (bundled broker or Apache Kafka)."""
 
-import logging
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from spark_pipelines.config import SourceConfig
-
-log = logging.getLogger(__name__)
 
 
 def read_stream(spark: Any, source: SourceConfig) -> DataFrame:
@@ -23,10 +20,7 @@ def read_stream(spark: Any, source: SourceConfig) -> DataFrame:
     for key, value in source.options:
         reader = reader.option(key, value)
     if source.max_offsets_per_trigger:
-        log.warning("source.max_offsets_per_trigger=%d: on a topic of several partitions a micro-batch may then "
-                    "apply a schema change before older rows of other partitions, and a dropped column can come "
-                    "back (docs/spark-pipelines.md, \"Known divergence\"); leave it unset on such topics",
-                    source.max_offsets_per_trigger)
+        # A batch may then end at different points of different partitions: jobs/ddl_hold.py keeps DDL in order.
         reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
     if source.topic_pattern:
         reader = reader.option("subscribePattern", source.topic_pattern)

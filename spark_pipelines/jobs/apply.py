@@ -40,6 +40,7 @@ from spark_pipelines.io.delta import Txn, append_latest, ensure_table, exists, i
 from spark_pipelines.io.history import close_all, ensure_history_column, merge_history
 from spark_pipelines.io.maintenance import maintain
 from spark_pipelines.io.tables import create_table, empty_table, move_tables, seq_literal, table_floor
+from spark_pipelines.jobs.ddl_hold import DdlHold
 from spark_pipelines.jobs.failures import is_java_failure, job_group_of, short_failure
 from spark_pipelines.jobs.segments import Segments
 from spark_pipelines.transforms.create_table import created_shape, if_not_exists
@@ -148,6 +149,9 @@ class ApplyBatch:
         self.buffer = (ChangeBuffer(buffer_location(config.target_path), config.merge_every_seconds, self.app_id)
                        if config.merge_every_seconds and config.target_path is not None else None)
         self.last_batch_id: int | None = None  # the newest batch whose function has finished
+        # A source that caps its batches can cut a batch between a DDL and older rows of other partitions.
+        self.hold = (DdlHold(config.source, config.checkpoint)
+                     if config.source.max_offsets_per_trigger and config.checkpoint else None)
         # Whoever writes the tables holds it: the stream's thread for a batch it merges, the buffer's merger
         # (jobs/buffer_merger.py) for the buffer. A batch that only appends to the buffer does not wait for it.
         self._merging = threading.Lock()
@@ -157,8 +161,10 @@ class ApplyBatch:
         try:
             spark = records.sparkSession
             self.config = resolve_locations(spark, self.config)
-            messages = parse_messages(records).persist()
+            parsed = messages = parse_messages(records).persist()
             try:
+                if self.hold is not None:
+                    messages = self.hold.release(spark, parsed, batch_id)
                 if self.buffer is None:
                     with self._merging:
                         self.last_report = self._apply(spark, messages, batch_id)
@@ -167,6 +173,7 @@ class ApplyBatch:
                 self.last_batch_id = batch_id
             finally:
                 messages.unpersist()
+                parsed.unpersist()
         except BaseException as exc:
             self.failure = exc
             with self._merging:  # not while the buffer's merger reads the same state

@@ -1,0 +1,84 @@
+"""`source.max_offsets_per_trigger` on a topic of several partitions: a DDL waits until every partition has been
+read past it (jobs/ddl_hold.py). Through Apache Kafka and real Spark; the decision itself on plain values."""
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from lakefeed_testing import KafkaReference
+from spark_pipelines.config import parse_config
+from spark_pipelines.io.delta import INTERNAL, live_rows
+from spark_pipelines.io.kafka import read_stream
+from spark_pipelines.jobs.apply import ApplyBatch, start_query
+from spark_pipelines.jobs.ddl_hold import HELD_DIR, first_held, lagging_partitions
+from tests.spark_pipelines.canal import ddl, dml
+
+ES = 1_700_000_000_000
+TSO = 18  # transforms/parse.py: es << 18 is a sequence's ts
+
+
+def test_a_dropped_column_stays_dropped_when_older_rows_of_another_partition_come_later(
+        kafka: KafkaReference, spark: Any, tmp_path: Path) -> None:
+    # As the changefeed writes them: partition 1's 30 rows are older than the DDL and were in Kafka before it.
+    topic = f"hold-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "acks": "all"})
+    for i in range(30):
+        producer.produce(topic, partition=1, value=dml(
+            "acct", "INSERT", {"id": str(i), "owner": f"o{i}", "flag": "y"}, es=ES + i).encode())
+    assert producer.flush(30) == 0
+    producer.produce(topic, partition=0, value=ddl("acct", "ALTER", "ALTER TABLE acct DROP COLUMN flag",
+                                                   es=ES + 100).encode())
+    for i in range(100, 105):
+        producer.produce(topic, partition=0, value=dml("acct", "INSERT", {"id": str(i), "owner": f"o{i}"},
+                                                       es=ES + i + 1).encode())
+    assert producer.flush(30) == 0
+
+    # 4 records a batch: Spark gives partition 0 one of them (its share of the backlog), so the first batch
+    # reads the DDL with only 3 of partition 1's 30 older rows.
+    config = parse_config({
+        "source": {"bootstrap_servers": kafka.bootstrap_servers, "topics": [topic], "max_offsets_per_trigger": 4},
+        "target": {"path": str(tmp_path / "delta")},
+        "checkpoint": str(tmp_path / "checkpoint"),
+        "trigger": {"available_now": True},
+    })
+    batch = ApplyBatch(config)
+    query = start_query(spark, read_stream(spark, config.source), config, batch=batch)
+    query.awaitTermination(300)
+    assert not query.isActive and query.exception() is None, query.exception()
+    assert query.lastProgress["batchId"] >= 8  # the cap cut the topic into many batches
+
+    table = live_rows(spark, config.table_path("shop", "acct"))
+    assert [c for c in table.columns if c not in INTERNAL] == ["id", "owner"]  # as MySQL's table after the DROP
+    assert sorted(tuple(row) for row in table.select("id", "owner").collect()) == sorted(
+        [(i, f"o{i}") for i in range(30)] + [(i, f"o{i}") for i in range(100, 105)])
+    # The last batch held nothing back, and what earlier batches held is gone.
+    held = tmp_path / "checkpoint" / HELD_DIR
+    assert not held.exists() or sorted(int(p.name) for p in held.iterdir()) < [query.lastProgress["batchId"]]
+
+
+def _seq(es: int, partition: int, offset: int) -> tuple[int, int, int]:
+    return (es << TSO, partition, offset)
+
+
+def test_a_partition_with_a_newer_message_or_no_unread_record_has_passed_the_ddl() -> None:
+    drop = ("cdc", _seq(ES + 100, 0, 7))
+    ends = {("cdc", 0): 8, ("cdc", 1): 40, ("cdc", 2): 12, ("other", 0): 3}
+    newest = {("cdc", 0): _seq(ES + 100, 0, 7), ("cdc", 1): _seq(ES + 101, 1, 39), ("cdc", 2): _seq(ES + 50, 2, 11)}
+    # Partition 0 is the DDL's own, partition 1 has a newer message; partition 2 and nothing of another topic.
+    assert lagging_partitions(*drop, newest, ends) == [("cdc", 2)]
+    assert first_held([drop], newest, ends, {("cdc", 2): 20}) == drop  # partition 2 has unread records
+    assert first_held([drop], newest, ends, {("cdc", 2): 12}) is None  # read to its end: nothing older is left
+    # A partition the batch has no message of at all is lagging too, unless it is at its end.
+    assert lagging_partitions(*drop, {}, ends) == [("cdc", 1), ("cdc", 2)]
+    assert first_held([drop], {}, ends, {("cdc", 1): 40, ("cdc", 2): 12}) is None
+    # The oldest DDL not passed is the one held, with everything after it; an older passed one applies.
+    older = ("cdc", _seq(ES + 40, 0, 5))
+    assert first_held([drop, older], newest, ends, {("cdc", 2): 20}) == drop
+    assert first_held([drop, older], {**newest, ("cdc", 2): _seq(ES + 30, 2, 11)}, ends, {("cdc", 2): 20}) == older
+    # Equal timestamps order by partition, as every sequence does: partition 2's message at the DDL's ts is after it.
+    assert lagging_partitions(*drop, {**newest, ("cdc", 2): _seq(ES + 100, 2, 0)}, ends) == []
