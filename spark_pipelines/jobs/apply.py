@@ -150,8 +150,7 @@ class ApplyBatch:
                        if config.merge_every_seconds and config.target_path is not None else None)
         self.last_batch_id: int | None = None  # the newest batch whose function has finished
         # A source that caps its batches can cut a batch between a DDL and older rows of other partitions.
-        self.hold = (DdlHold(config.source, config.checkpoint)
-                     if config.source.max_offsets_per_trigger and config.checkpoint else None)
+        self.hold = DdlHold(config.source, config.checkpoint) if config.checkpoint else None
         # Whoever writes the tables holds it: the stream's thread for a batch it merges, the buffer's merger
         # (jobs/buffer_merger.py) for the buffer. A batch that only appends to the buffer does not wait for it.
         self._merging = threading.Lock()

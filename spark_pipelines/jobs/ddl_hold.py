@@ -16,7 +16,8 @@ Spark commits the batch's offsets, so what is held is kept in the query's checkp
 `<checkpoint>/lakefeed-held/<batch id>`; the next batch reads it before its own records. A batch re-run after a
 crash reads the same held messages (those of the batch before it are deleted only two batches on) and holds the
 same ones again. A query that stops (`trigger: available_now` included) with messages held applies them in its
-next run, at the latest when the lagging partition is read past the DDL.
+next run, at the latest when the lagging partition is read past the DDL; a run started without the cap applies
+them in its first batch (it reads every partition to its end).
 """
 
 from __future__ import annotations
@@ -66,14 +67,21 @@ class DdlHold:
         self.source = source
         self.root = f"{checkpoint.rstrip('/')}/{HELD_DIR}"
         self.checkpoint = checkpoint
+        # Whether the batch before may have held messages: unknown at start (an earlier run, perhaps one with
+        # the cap, may have left some), then known. A source without the cap reads held messages, never holds.
+        self._maybe_held = True
 
     def release(self, spark: Any, messages: DataFrame, batch_id: int) -> DataFrame:
         """The messages batch `batch_id` applies now: what the batch before it held, and this batch's own,
         less what is held for a later batch (written to the checkpoint before this returns)."""
+        capped = bool(self.source.max_offsets_per_trigger)
+        if not (capped or self._maybe_held):
+            return messages
         held = self._read(spark, batch_id - 1, messages)
         combined = messages if held is None else held.unionByName(messages)
         self._delete_before(spark, batch_id - 1)  # batch `batch_id - 1` has committed: what it read is done
-        stop = self._first_held(spark, combined, batch_id)
+        stop = self._first_held(spark, combined, batch_id) if capped else None
+        self._maybe_held = stop is not None
         if stop is None:
             return combined if held is None else combined.persist()
         topic, seq = stop

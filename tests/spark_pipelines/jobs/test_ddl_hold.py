@@ -9,12 +9,13 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lakefeed_testing import KafkaReference
-from spark_pipelines.config import parse_config
+from spark_pipelines.config import SourceConfig, parse_config
 from spark_pipelines.io.delta import INTERNAL, live_rows
 from spark_pipelines.io.kafka import read_stream
 from spark_pipelines.jobs.apply import ApplyBatch, start_query
-from spark_pipelines.jobs.ddl_hold import HELD_DIR, first_held, lagging_partitions
-from tests.spark_pipelines.canal import ddl, dml
+from spark_pipelines.jobs.ddl_hold import HELD_DIR, DdlHold, first_held, lagging_partitions
+from spark_pipelines.transforms.parse import parse_messages
+from tests.spark_pipelines.canal import ddl, dml, records
 
 ES = 1_700_000_000_000
 TSO = 18  # transforms/parse.py: es << 18 is a sequence's ts
@@ -82,3 +83,20 @@ def test_a_partition_with_a_newer_message_or_no_unread_record_has_passed_the_ddl
     assert first_held([drop, older], {**newest, ("cdc", 2): _seq(ES + 30, 2, 11)}, ends, {("cdc", 2): 20}) == older
     # Equal timestamps order by partition, as every sequence does: partition 2's message at the DDL's ts is after it.
     assert lagging_partitions(*drop, {**newest, ("cdc", 2): _seq(ES + 100, 2, 0)}, ends) == []
+
+
+def test_a_run_without_the_cap_applies_what_a_capped_run_held(spark: Any, tmp_path: Path) -> None:
+    # A capped run stopped with the DDL and a later row held (in the checkpoint, as batch 4 left them).
+    held = parse_messages(records(spark, [
+        ddl("acct", "ALTER", "ALTER TABLE acct DROP COLUMN flag", es=ES + 100),
+        dml("acct", "INSERT", {"id": "100", "owner": "later"}, es=ES + 101)]))
+    held.write.parquet(str(tmp_path / "checkpoint" / HELD_DIR / "4"))
+    # Restarted without the cap: batch 5 reads every partition to its end, so whatever was held applies now.
+    hold = DdlHold(SourceConfig("127.0.0.1:9", ("cdc",)), str(tmp_path / "checkpoint"))
+    own = parse_messages(records(spark, [dml("acct", "INSERT", {"id": "1", "owner": "old"}, es=ES + 1)],
+                                 partition=1))
+    applied = hold.release(spark, own, 5)
+    assert sorted((row["type"], row["offset"], row["partition"]) for row in applied.collect()) == [
+        ("ALTER", 0, 0), ("INSERT", 0, 1), ("INSERT", 1, 0)]
+    # Nothing was held by batch 5: batch 6 gets its own messages only, without reading the checkpoint again.
+    assert hold.release(spark, own, 6) is own
