@@ -67,21 +67,23 @@ class DdlHold:
         self.source = source
         self.root = f"{checkpoint.rstrip('/')}/{HELD_DIR}"
         self.checkpoint = checkpoint
-        # Whether the batch before may have held messages: unknown at start (an earlier run, perhaps one with
-        # the cap, may have left some), then known. A source without the cap reads held messages, never holds.
-        self._maybe_held = True
+        # The batch that this object saw hold nothing, so the one after it need not look. Unknown at start (an
+        # earlier run, perhaps one with the cap, may have left some), and a batch run again after a failure
+        # looks again. A source without the cap reads held messages, never holds.
+        self._none_held_by: int | None = None
 
     def release(self, spark: Any, messages: DataFrame, batch_id: int) -> DataFrame:
         """The messages batch `batch_id` applies now: what the batch before it held, and this batch's own,
         less what is held for a later batch (written to the checkpoint before this returns)."""
         capped = bool(self.source.max_offsets_per_trigger)
-        if not (capped or self._maybe_held):
+        if not capped and self._none_held_by == batch_id - 1:
+            self._none_held_by = batch_id
             return messages
         held = self._read(spark, batch_id - 1, messages)
         combined = messages if held is None else held.unionByName(messages)
         self._delete_before(spark, batch_id - 1)  # batch `batch_id - 1` has committed: what it read is done
         stop = self._first_held(spark, combined, batch_id) if capped else None
-        self._maybe_held = stop is not None
+        self._none_held_by = batch_id if stop is None else None
         if stop is None:
             return combined if held is None else combined.persist()
         topic, seq = stop

@@ -97,5 +97,10 @@ def test_a_run_without_the_cap_applies_what_a_capped_run_held(spark: Any, tmp_pa
     applied = hold.release(spark, own, 5)
     assert sorted((row["type"], row["offset"], row["partition"]) for row in applied.collect()) == [
         ("ALTER", 0, 0), ("INSERT", 0, 1), ("INSERT", 1, 0)]
-    # Nothing was held by batch 5: batch 6 gets its own messages only, without reading the checkpoint again.
+    # Batch 5 run again by a new job (the first one crashed before Spark committed it): the same messages.
+    again = DdlHold(SourceConfig("127.0.0.1:9", ("cdc",)), str(tmp_path / "checkpoint"))
+    assert again.release(spark, own, 5).count() == 3
+    # Nothing was held by batch 5: batch 6 gets its own messages only, without reading the checkpoint again,
+    # and so does a second attempt at batch 6 by the same job (the first one failed).
+    assert hold.release(spark, own, 6) is own
     assert hold.release(spark, own, 6) is own
