@@ -76,12 +76,11 @@ class DdlHold:
         """The messages batch `batch_id` applies now: what the batch before it held, and this batch's own,
         less what is held for a later batch (written to the checkpoint before this returns)."""
         capped = bool(self.source.max_offsets_per_trigger)
-        if not capped and self._none_held_by == batch_id - 1:
-            self._none_held_by = batch_id
-            return messages
-        held = self._read(spark, batch_id - 1, messages)
+        held = None
+        if self._none_held_by != batch_id - 1:  # else it held nothing (an older set is deleted at the next read)
+            held = self._read(spark, batch_id - 1, messages)
+            self._delete_before(spark, batch_id - 1)  # batch `batch_id - 1` has committed: what it read is done
         combined = messages if held is None else held.unionByName(messages)
-        self._delete_before(spark, batch_id - 1)  # batch `batch_id - 1` has committed: what it read is done
         stop = self._first_held(spark, combined, batch_id) if capped else None
         self._none_held_by = batch_id if stop is None else None
         if stop is None:
