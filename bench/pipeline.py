@@ -220,7 +220,7 @@ def _live_heap_mib(spark: Any) -> float:
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
                store: Path, poller: str, heap_every: float | None, merge_every: int, jfr: Path | None = None
                ) -> tuple[list[float], list[LagSample], list[LagSample], float, list[HeapSample],
-                          list[dict[str, Any]]]:
+                          list[dict[str, Any]], list[tuple[float, float]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
     uri = f"kafka://{bootstrap}/{topic}?partition-num=3&content-compatible=true&enable-tidb-extension=true" \
           f"&max-message-bytes={SINK_LIMIT}"
@@ -256,6 +256,7 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     merged: list[LagSample] = []  # merge-on-read: the lag of the table alone (what a plain Delta read sees)
     heap: list[HeapSample] = []
     batches: dict[int, dict[str, Any]] = {}  # batch id -> Spark's progress of that micro-batch
+    merges = _time_merges(batch, began)
     try:
         time.sleep(2)  # the first rows create the topic and the table
         query = start_query(spark, read_stream(spark, config.source), config, batch=batch)
@@ -306,7 +307,35 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
             if batch.merger is not None:
                 batch.merger.stop()
         feed.remove()
-    return lags, curve, merged, written_rate, heap, [batches[b] for b in sorted(batches)]
+    return lags, curve, merged, written_rate, heap, [batches[b] for b in sorted(batches)], merges
+
+
+def _time_merges(batch: ApplyBatch, began: float) -> list[tuple[float, float]]:
+    """Merge-on-read: (seconds since `began`, seconds it took) of each merge of the change buffer the batch's
+    merger thread makes, recorded by wrapping the batch's `merge_buffer`."""
+    merges: list[tuple[float, float]] = []
+    plain = batch.merge_buffer
+
+    def timed(session: Any, *, force: bool = False) -> Any:
+        started = time.perf_counter()
+        report = plain(session, force=force)
+        if report is not None:
+            merges.append((time.time() - began, time.perf_counter() - started))
+        return report
+
+    batch.merge_buffer = timed  # type: ignore[method-assign]
+    return merges
+
+
+def _print_merges(merges: list[tuple[float, float]], seconds: float) -> None:
+    """Merge-on-read: how many merges of the change buffer ended in each third of the `seconds` the run lasted
+    and how long they took (thirds by time, not by count: slower merges are fewer)."""
+    if not merges:
+        return
+    thirds = [[m for m in merges if i * seconds / 3 <= m[0] < (i + 1) * seconds / 3] for i in range(3)]
+    click.echo(f"\n{len(merges)} merges of the change buffer; by third of the run, merges / median s / max s: "
+               + ", ".join(f"{len(part)} / {statistics.median(m[1] for m in part):.2f} / "
+                           f"{max(m[1] for m in part):.2f}" for part in thirds if part))
 
 
 def _keep_progress(query: Any, batches: dict[int, dict[str, Any]]) -> None:
@@ -432,10 +461,11 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                 if warm_runs > 1:
                     for name, values in ratios.items():
                         click.echo(f"{'median':<7}{name:<34}{'':>12}{statistics.median(values):>8.2f}")
-            found, curve, merged, written, heap, batches = _freshness(
+            found, curve, merged, written, heap, batches, merges = _freshness(
                 spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
                 merge_every, jfr)
             _print_batch_phases(batches)
+            _print_merges(merges, live_seconds + 2)  # the writer starts 2 s before the query
             if jfr is not None:
                 samples, shares = sample_shares(jfr)
                 click.echo(f"\nJFR of the Spark JVM over the live run ({jfr}): {samples:,} execution samples")

@@ -21,6 +21,7 @@ import functools
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -263,6 +264,7 @@ class ApplyBatch:
             through = self.last_batch_id
             if through is None:
                 return None
+            started = time.perf_counter()
             try:
                 report = self._merge_buffer(spark, through, None, through, first_segment=SEGMENTS_PER_BATCH // 2)
             except BaseException as exc:
@@ -270,7 +272,7 @@ class ApplyBatch:
                 self._forget()  # as after a failed batch: the tables' state is read afresh next time
                 raise
             if report is not None:
-                log.info("merged the change buffer up to batch %d", through)
+                log.info("merged the change buffer up to batch %d in %.1f s", through, time.perf_counter() - started)
         if self.buffer.vacuum_if_due(spark):  # outside the lock: a schema change need not wait for it
             log.info("vacuumed the change buffer's merged files")
         return report
