@@ -42,6 +42,7 @@ LOCAL_DEFAULTS = {
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 CODEGEN_FACTORY, INTERPRETED = "spark.sql.codegen.factoryMode", "NO_CODEGEN"
 _LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\d+)?\])?")
 
@@ -55,6 +56,11 @@ def local_master_conf(master: str) -> dict[str, str]:
       50-200 tasks of a few rows each on `local[2]`'s two threads: a warm 3-table micro-batch took about
       twice as long as with two partitions (docs/benchmarks.md, "Issue 22, seventh round"). One partition
       per core keeps both busy; adaptive execution (on by default) still splits a skewed join.
+    - file listing's parallelism sized to its cores: Delta's VACUUM lists a table's directory with
+      `spark.sql.sources.parallelPartitionDiscovery.parallelism` tasks (VacuumCommand.gc hands it to
+      DeltaFileOperations.recursiveListDirs), Spark's default 10000, so a VACUUM of a table of a few files
+      took 20-30 s on `local[2]` instead of 1-2 s (bench/vacuum.py; docs/benchmarks.md, "Issue 22, VACUUM").
+      The merge-on-read merger vacuums its change buffer every hour and held its merges that long.
     - expressions evaluated by Spark's interpreter (`spark.sql.codegen.factoryMode=NO_CODEGEN`): a task
       builds the Java source of each projection, predicate and ordering it evaluates outside whole-stage
       code, then looks it up in (or compiles it into) Spark's code cache; a literal that changes from batch to
@@ -75,7 +81,8 @@ def local_master_conf(master: str) -> dict[str, str]:
         cores = os.cpu_count() or 1
     else:
         cores = max(1, int(given))
-    return {SHUFFLE_PARTITIONS: str(cores), SNAPSHOT_PARTITIONS: str(cores), CODEGEN_FACTORY: INTERPRETED}
+    return {SHUFFLE_PARTITIONS: str(cores), SNAPSHOT_PARTITIONS: str(cores), LISTING_PARALLELISM: str(cores),
+            CODEGEN_FACTORY: INTERPRETED}
 
 
 def under_spark_submit() -> bool:
@@ -142,7 +149,7 @@ def _start(conf: Mapping[str, str], master: str, app_name: str) -> Any:
     SparkContext(conf=spark_conf, gateway=gateway)
     spark = SparkSession.builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
-    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions, expressions %s", master,
-             spark.conf.get(SHUFFLE_PARTITIONS), spark.conf.get(SNAPSHOT_PARTITIONS),
-             spark.conf.get(CODEGEN_FACTORY, "FALLBACK"))
+    log.info("started Spark on %s: %s shuffle partitions, %s Delta snapshot partitions, file listing in %s tasks, "
+             "expressions %s", master, spark.conf.get(SHUFFLE_PARTITIONS), spark.conf.get(SNAPSHOT_PARTITIONS),
+             spark.conf.get(LISTING_PARALLELISM), spark.conf.get(CODEGEN_FACTORY, "FALLBACK"))
     return spark

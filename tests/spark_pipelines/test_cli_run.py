@@ -83,9 +83,10 @@ def test_catalog_target_keeps_every_row_across_runs(broker: OwnBroker, spark: An
     assert sorted(row["id"] for row in table.collect()) == [1, 2, 3, 4, 5, 6, 7]
     assert "shop.acct +6 | offsets behind: " + topic + " 0" in outputs[0]
     assert "shop.acct +1 | offsets behind: " + topic + " 0" in outputs[1]
-    # Sized to local[2] by the product's defaults, not Spark's 200 and Delta's 50 (the YAML above sets neither),
-    # expressions interpreted.
-    started = "started Spark on local[2]: 2 shuffle partitions, 2 Delta snapshot partitions, expressions NO_CODEGEN"
+    # Sized to local[2] by the product's defaults, not Spark's 200 and 10000 and Delta's 50 (the YAML above sets
+    # none of them), expressions interpreted.
+    started = ("started Spark on local[2]: 2 shuffle partitions, 2 Delta snapshot partitions, file listing in 2 "
+               "tasks, expressions NO_CODEGEN")
     assert started in outputs[0]
     assert "resolution report" not in outputs[0] and "INFO py4j" not in outputs[0]  # quiet output
     assert not list(scratch.glob("lakefeed-warehouse-*"))

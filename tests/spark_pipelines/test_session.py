@@ -12,6 +12,7 @@ from spark_pipelines.session import LOCAL_DEFAULTS, local_master_conf, started_s
 
 SHUFFLE, SNAPSHOT = "spark.sql.shuffle.partitions", "spark.databricks.delta.snapshotPartitions"  # Spark's names
 CODEGEN = "spark.sql.codegen.factoryMode"
+LISTING = "spark.sql.sources.parallelPartitionDiscovery.parallelism"  # Delta's VACUUM lists files with it
 
 
 @pytest.mark.parametrize(("master", "cores"), [
@@ -19,14 +20,15 @@ CODEGEN = "spark.sql.codegen.factoryMode"
     ("local[*]", os.cpu_count() or 1), ("local[*,4]", os.cpu_count() or 1),
 ])  # fmt: skip
 def test_a_local_master_gets_one_partition_per_core_and_interpreted_expressions(master: str, cores: int) -> None:
-    assert local_master_conf(master) == {SHUFFLE: str(cores), SNAPSHOT: str(cores), CODEGEN: "NO_CODEGEN"}
+    assert local_master_conf(master) == {SHUFFLE: str(cores), SNAPSHOT: str(cores), LISTING: str(cores),
+                                         CODEGEN: "NO_CODEGEN"}
 
 
 @pytest.mark.parametrize("master", ["spark://10.0.0.1:7077", "yarn", "k8s://https://api:6443",
                                     "local-cluster[2,1,1024]", "sc://localhost", "locale[2]"])
 def test_any_other_master_keeps_spark_and_deltas_defaults(master: str) -> None:
     assert local_master_conf(master) == {}
-    assert SHUFFLE not in started_session_conf({}, master) and CODEGEN not in started_session_conf({}, master)
+    assert not {SHUFFLE, LISTING, CODEGEN} & started_session_conf({}, master).keys()
 
 
 def test_the_yaml_spark_conf_wins_over_the_local_sizing_and_our_defaults() -> None:
