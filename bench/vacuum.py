@@ -23,8 +23,8 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lakefeed_testing.spark import build_spark_session  # noqa: E402
-from spark_pipelines.session import LISTING_PARALLELISM, local_master_conf  # noqa: E402
+from lakefeed_testing.spark import build_spark_session
+from spark_pipelines.session import LISTING_PARALLELISM, local_master_conf
 
 SPARK_DEFAULT = "10000"  # SQLConf.PARALLEL_PARTITION_DISCOVERY_PARALLELISM's default
 
