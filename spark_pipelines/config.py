@@ -123,9 +123,12 @@ class Maintenance:
     vacuum_retain_hours: int | None = None
     purge_tombstones_after_seconds: int | None = None
 
-    def due(self, batch_id: int) -> bool:
-        """Maintenance runs after every N-th batch: batch ids N-1, 2N-1, ..."""
-        return self.optimize_every_batches > 0 and (batch_id + 1) % self.optimize_every_batches == 0
+    def due(self, first: int, last: int | None = None) -> bool:
+        """Maintenance runs after every N-th batch: batch ids N-1, 2N-1, ... A merge of the change buffer
+        (merge-on-read) applies batches `first` to `last` at once: it runs maintenance when one of them is such
+        a batch, so the cadence stays one per N batches however the merges fall."""
+        every = self.optimize_every_batches
+        return every > 0 and ((first if last is None else last) + 1) // every > first // every
 
 
 @dataclass(frozen=True)

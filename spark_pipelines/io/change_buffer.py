@@ -85,6 +85,7 @@ class ChangeBuffer:
         self._merged_at = clock()
         self._state = threading.Lock()
         self._newest: int | None = None  # the newest batch this job appended
+        self._oldest: int | None = None  # the oldest batch this job appended
         self._merged_through: int | None = None  # every batch up to this one has been merged and deleted
         self._unknown = True  # at start: an earlier run may have left changes
         self._legacy: bool | None = None  # written before the partition tags (unknown until asked)
@@ -122,6 +123,7 @@ class ChangeBuffer:
         self._exists = True
         with self._state:
             self._newest = batch_id if self._newest is None else max(self._newest, batch_id)
+            self._oldest = batch_id if self._oldest is None else min(self._oldest, batch_id)
 
     def _taken(self, through: int) -> Column:
         """The messages a merge of every batch up to `through` takes: those, and any another job left."""
@@ -135,6 +137,13 @@ class ChangeBuffer:
             known_empty = not self._unknown and (self._newest is None or (
                 self._merged_through is not None and self._newest <= self._merged_through))
         return None if known_empty else pending_messages(spark, self.path, self._taken(through))
+
+    def first_unmerged(self, through: int) -> int:
+        """The first batch a merge up to `through` applies, as far as this job knows: the one after its last
+        merge, else the first it appended, else `through` (an earlier run's batches are not counted)."""
+        with self._state:
+            first = self._oldest if self._merged_through is None else self._merged_through + 1
+            return through if first is None else min(first, through)
 
     def merged(self, spark: Any, through: int, deleting: bool = True) -> None:
         """What `pending(through)` gave has been applied: delete it from the buffer (a metadata-only commit)

@@ -247,7 +247,7 @@ class ApplyBatch:
         combined = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         combined = combined.persist()
         try:
-            report = self._apply(spark, combined, batch_id, first_segment)
+            report = self._apply(spark, combined, batch_id, first_segment, self.buffer.first_unmerged(through))
         finally:
             combined.unpersist()
         self.buffer.merged(spark, through, deleting=pending is not None)
@@ -277,7 +277,10 @@ class ApplyBatch:
             log.info("vacuumed the change buffer's merged files")
         return report
 
-    def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0) -> BatchReport:
+    def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0,
+               first_batch: int | None = None) -> BatchReport:
+        """Apply the messages to the tables. `first_batch`: a merge of the change buffer applies the batches
+        from it to `batch_id` (for the maintenance cadence); otherwise the batch alone."""
         summary = self._summary(messages)
         ddl = schema_changes(list(summary.ddl))
         dml = messages.where(~F.col("is_ddl"))
@@ -300,7 +303,7 @@ class ApplyBatch:
                 cuts.cut(touched, boundary[SEQ])
         log.debug("batch %d: %d table(s), %d schema change(s)", batch_id, len(tables), len(ddl))
         self._register(spark, tables)
-        if self.config.maintenance.due(batch_id):
+        if self.config.maintenance.due(batch_id if first_batch is None else first_batch, batch_id):
             paths = sorted({self.config.table_path(*name.split(".", 1)) for name in tables})
             maintain(spark, paths, self.config.maintenance, scd_type=self.config.scd_type)
         return self._counted(BatchReport(batch_id, tuple(sorted(tables))), summary)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_pipelines.config import load_config, parse_config
+from spark_pipelines.config import Maintenance, load_config, parse_config
 from spark_pipelines.errors import ConfigError
 
 GOOD = {
@@ -44,6 +44,14 @@ def test_tables_and_maintenance() -> None:
     assert maintenance.change_data_feed and maintenance.vacuum_retain_hours == 200
     assert [b for b in range(7) if maintenance.due(b)] == [2, 5]
     assert not parse_config(GOOD).maintenance.due(0)
+    # A merge of the change buffer applies several batches: due when one of them is due on its own.
+    for every in (1, 2, 3, 7):
+        cadence = Maintenance(optimize_every_batches=every)
+        for first in range(30):
+            for last in range(first, 30):
+                expected = any(cadence.due(b) for b in range(first, last + 1))
+                assert cadence.due(first, last) == expected, (every, first, last)
+    assert not Maintenance().due(0, 100)
     assert parse_config(GOOD).tables.keeps("any", "table")
 
 

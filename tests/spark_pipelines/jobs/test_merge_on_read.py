@@ -17,7 +17,7 @@ import pytest
 from delta.tables import DeltaTable
 from pyspark.sql import functions as F
 
-from spark_pipelines.config import PipelineConfig, SourceConfig, parse_config
+from spark_pipelines.config import Maintenance, PipelineConfig, SourceConfig, parse_config
 from spark_pipelines.errors import ConfigError, MessageError
 from spark_pipelines.io.change_buffer import VACUUM_EVERY_S, buffer_location, pending_messages
 from spark_pipelines.io.current import current_rows
@@ -185,6 +185,31 @@ def test_rows_of_a_table_created_in_the_batch_wait_in_the_buffer(spark: Any, tmp
     assert expected == [(2, "t2-7")]
     job.merge_buffer(spark, force=True)
     assert _rows(live_rows(spark, config.table_path("shop", "t"))) == expected
+
+
+def test_maintenance_keeps_its_cadence_in_batches_when_a_merge_applies_several(spark: Any, tmp_path: Path) -> None:
+    """`optimize_every_batches: 2` runs maintenance after batches 1, 3, 5...: a merge of batches 0-2 holds batch 1,
+    so it maintains the table, though its own batch id (2) is not due; a merge of batch 3 alone does too. (Seen by
+    its VACUUM: OPTIMIZE of a one-file table commits nothing.)"""
+    config = PipelineConfig(SourceConfig("unused:9092", ("cdc",)), str(tmp_path / "mor"), str(tmp_path / "c"),
+                            merge_every_seconds=NEVER,
+                            maintenance=Maintenance(optimize_every_batches=2, vacuum_retain_hours=200))
+    job, path = ApplyBatch(config), config.table_path("shop", "t")
+    create = ddl("t", "CREATE", "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20))", commit_ts=2 << 18, es=2)
+
+    def maintained() -> int:
+        return sum(row["operation"] == "VACUUM START" for row in DeltaTable.forPath(spark, path).history().collect())
+
+    for batch_id in range(3):
+        job(_offset(spark, [create] * (batch_id == 0) + [_insert("t", batch_id, 3 + batch_id)], batch_id * 10),
+            batch_id)
+    assert maintained() == 0  # buffered batches write no table rows and run no maintenance
+    job.merge_buffer(spark, force=True)
+    assert maintained() == 1
+    job(_offset(spark, [_insert("t", 3, 6)], 30), 3)
+    job.merge_buffer(spark, force=True)
+    assert maintained() == 2
+    assert _rows(live_rows(spark, path)) == [(0, "t0-3"), (1, "t1-4"), (2, "t2-5"), (3, "t3-6")]
 
 
 @pytest.mark.parametrize("merge_every", [None, NEVER], ids=["merge-per-batch", "merge-on-read"])
