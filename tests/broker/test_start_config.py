@@ -140,3 +140,19 @@ def test_event_loop_uvloop_is_refused_where_uvloop_is_missing(tmp_path: Path) ->
                             env={**os.environ, "PYTHONPATH": str(blocker.parent)})
     assert result.returncode == 2 and "--event-loop uvloop: uvloop is not installed" in result.stderr
     assert not (tmp_path / "data").exists()  # refused before anything is written
+
+
+def test_a_broker_process_does_not_import_hypothesis() -> None:
+    """kio imports hypothesis when installed (the dev extra has it): 0.3-0.7 s of every broker start for test
+    strategies the broker never uses. `python -m broker.cli` keeps it out; the same module imported by a test
+    process leaves hypothesis importable."""
+    probe = ("import runpy, sys; sys.argv = ['broker', 'start', '--help'];\n"
+             "try:\n    runpy.run_module('broker.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hypothesis', 'pytest', 'trio')"
+             " and sys.modules[m] is not None))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout[-2000:]
+    imported = subprocess.run([sys.executable, "-c", "import broker.cli, hypothesis.strategies"],
+                              capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr[-2000:]
