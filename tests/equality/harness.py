@@ -287,6 +287,8 @@ def _apply_and_compare(spark: Any, mysql: MySQLServer, workdir: Path, bootstrap:
     }
     if merge_every := int(os.environ.get("LAKEFEED_EQ_MERGE_EVERY", "0")):
         document["target"]["merge_every_seconds"] = merge_every  # merge-on-read
+    if optimize_every := int(os.environ.get("LAKEFEED_EQ_OPTIMIZE_EVERY", "0")):
+        document["maintenance"] = {"optimize_every_batches": optimize_every}  # OPTIMIZE + purge of DVs on a cadence
     if max_offsets := int(os.environ.get("LAKEFEED_EQ_MAX_OFFSETS", "0")):
         document["source"]["max_offsets_per_trigger"] = max_offsets  # many micro-batches
     path = workdir / f"pipeline-{dispatcher}.yaml"
