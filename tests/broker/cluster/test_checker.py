@@ -77,3 +77,16 @@ def test_writes_out_of_produce_order_fail_with_the_first_inversion(tmp_path: Pat
     # A re-send does not excuse an inversion among the earlier copies.
     with pytest.raises(AssertionError, match="write 2 at offset 2 stands between the two copies of re-sent write 3"):
         _check(tmp_path / "resent", [(1, 0), (3, 0), (2, 0), (3, 1), (4, 1)], {1: 0, 2: 2, 3: 3, 4: 4})
+
+
+def test_a_write_acknowledged_without_an_offset_must_be_in_its_partition() -> None:
+    """librdkafka's implicit acknowledgement (clients.Ack) names no offset: the write is looked for by value in
+    its partition. A checker that looked for offset None failed the stop-47 long run (seed 6: two writes
+    acknowledged with offset None reported lost; the run kept no segments to show they were stored)."""
+    got = {0: [(0, 1), (1, 2), (2, 3)], 1: [(0, 4)]}
+    implicit = [(0, 0, 1, 0.0, 0.0), (0, None, 2, 0.0, 0.0), (0, 2, 3, 0.0, 0.0)]
+    assert check_exactly_once_in_order(implicit, got) == []
+    with pytest.raises(AssertionError, match=r"1 acknowledged writes lost or moved, e.g. \[\(1, None, 2\)\]"):
+        check_exactly_once_in_order([(1, None, 2, 0.0, 0.0)], got)  # stored, but in another partition
+    with pytest.raises(AssertionError, match=r"1 acknowledged writes lost or moved, e.g. \[\(0, None, 5\)\]"):
+        check_exactly_once_in_order([(0, None, 5, 0.0, 0.0)], got)  # not stored at all

@@ -51,7 +51,9 @@ def check_nothing_lost(cluster: Cluster, topic: str, writer: Writer) -> None:
     assert views[0] == views[1], "consumers reading through two brokers disagree on the log"
     assert not writer.failed, f"{len(writer.failed)} writes failed, not waiting out the faults: {writer.failed[:3]}"
     print("\n".join(f"{cluster.name}: {line} (librdkafka issue 4953)" for line in resent))
-    print(f"{cluster.name}: {len(writer.acked)} acknowledged writes, all present at their offsets, "
+    implicit = sum(1 for _, offset, *_ in writer.acked if offset is None)
+    print(f"{cluster.name}: {len(writer.acked)} acknowledged writes, all present at their offsets "
+          f"({implicit} acknowledged implicitly, without an offset: clients.Ack), "
           f"{len(resent)} stored again by the client's re-send")
 
 
