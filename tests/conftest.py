@@ -4,8 +4,10 @@ Tests that use them are marked `integration` automatically; `-m "not integration
 secured broker (one per run too) is a light process and not marked.
 """
 
+import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,14 +16,30 @@ from lakefeed_testing import KafkaReference, MySQLServer, kafka_reference, mysql
 from lakefeed_testing.secure_broker import SecureBroker
 from lakefeed_testing.secure_broker import secure_broker as start_secure_broker
 from lakefeed_testing.spark import build_spark_session
+from lakefeed_testing.suite import parse_reference_env
 
 SERVICE_FIXTURES = {"mysql", "spark", "kafka", "database"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+BROKER_TESTS = Path(__file__).parent / "broker"
+NOT_IN_BROKER_STREAM = {"mysql", "spark", "database"}  # the `rest` stream's session services
+
+
+def stream_of(item: pytest.Item) -> str:
+    """Which of lakefeed_testing/suite.py's two side-by-side pytest processes runs the test."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return "broker" if item.path.is_relative_to(BROKER_TESTS) and not fixtures & NOT_IN_BROKER_STREAM else "rest"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
+    stream = os.environ.get("LAKEFEED_TEST_STREAM")
+    if stream:
+        kept = [item for item in items if stream_of(item) == stream]
+        config.hook.pytest_deselected(items=[item for item in items if stream_of(item) != stream])
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
@@ -49,6 +67,10 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def kafka() -> Iterator[KafkaReference]:
+    shared = os.environ.get("LAKEFEED_KAFKA_REFERENCE")  # lakefeed_testing/suite.py's, for both streams
+    if shared:
+        yield parse_reference_env(shared)
+        return
     with kafka_reference() as reference:
         yield reference
 
