@@ -8,6 +8,8 @@
   source and Delta cost on their own, without parsing, ordering or merging). Both run twice: the first
   pair pays the JVM's class loading and JIT (the pipeline, run first, most of it), the second is warm
   (`--warm-runs N`: N warm pairs and their median ratio; the JIT goes on warming up over the first few).
+  `--per-batch N` makes it a sustained catch-up: both jobs read the topic as a stream of micro-batches of at
+  most N records (maxOffsetsPerTrigger, availableNow), the plain append as a streaming Delta append.
 - freshness: a writer commits rows at `--live-rate` rows/s (one row per transaction up to 200 rows/s,
   then more rows per transaction, paced to a schedule so the rate holds) while the changefeed and the job
   (processing-time trigger of 1 s) run; a poller reads the Delta table's transaction log (`--poller
@@ -97,8 +99,12 @@ def _load(mysql: MySQLServer, rows: int) -> None:
 
 
 def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: int, run: str,
-                 merge_every: int) -> dict[str, float]:
-    config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / run / "delta"), str(work / run / "ckpt"),
+                 merge_every: int, per_batch: int | None = None) -> dict[str, float]:
+    """Records/s of the pipeline and of the plain append over the same topic, each into new tables. With
+    `per_batch`, both read it as a stream of micro-batches of at most that many records (maxOffsetsPerTrigger,
+    availableNow) instead of one batch: a sustained catch-up, each side paying its per-batch cost."""
+    source = SourceConfig(bootstrap, (topic,), max_offsets_per_trigger=per_batch)
+    config = PipelineConfig(source, str(work / run / "delta"), str(work / run / "ckpt"),
                             merge_every_seconds=merge_every)
     batch = ApplyBatch(config)
     started = time.perf_counter()
@@ -114,9 +120,14 @@ def _materialise(spark: Any, bootstrap: str, topic: str, work: Path, records: in
         merge_s += time.perf_counter() - started
     rates["pipeline (parse, order, MERGE)"] = records / merge_s
     started = time.perf_counter()
-    (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-     .option("startingOffsets", "earliest").load()
-     .write.format("delta").mode("overwrite").save(str(work / run / "raw")))
+    if per_batch is None:
+        (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+         .option("startingOffsets", "earliest").load()
+         .write.format("delta").mode("overwrite").save(str(work / run / "raw")))
+    else:
+        (read_stream(spark, source).writeStream.format("delta").trigger(availableNow=True)
+         .option("checkpointLocation", str(work / run / "raw-ckpt")).start(str(work / run / "raw"))
+         .awaitTermination())
     append_s = time.perf_counter() - started
     return {**rates, "plain Kafka -> Delta append": records / append_s}
 
@@ -425,12 +436,15 @@ def _plot(curve: list[LagSample], rate: float, path: Path, merged: list[LagSampl
 @click.option("--warm-runs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Materialise this many times after the cold run (the JIT keeps warming up over the first few), "
                    "and print the median ratio of the warm runs.")
+@click.option("--per-batch", type=click.IntRange(min=1), default=None,
+              help="Materialise as a sustained catch-up: both jobs read the topic in micro-batches of at most "
+                   "this many records (maxOffsetsPerTrigger) instead of one batch.")
 @click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
               help="Run the pipeline merge-on-read (target.merge_every_seconds); freshness then counts a row "
                    "visible once it is in the change buffer (read by current_rows) or merged.")
 def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
-         skip_materialise: bool, heap_every: float | None, warm_runs: int, merge_every: int, jfr: Path | None
-         ) -> None:
+         skip_materialise: bool, heap_every: float | None, warm_runs: int, merge_every: int, jfr: Path | None,
+         per_batch: int | None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -448,11 +462,13 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                 assert feed.wait(900) and feed.state == "finished", feed.error
                 records = feed.rows
                 click.echo(f"\nmaterialise {records} change records ({rows} inserts + {rows // 10} updates), "
-                           "each job into new tables; first in this JVM (cold), then again (warm)")
+                           + ("in one micro-batch" if per_batch is None else
+                              f"in micro-batches of at most {per_batch} records (about {-(-records // per_batch)})")
+                           + ", each job into new tables; first in this JVM (cold), then again (warm)")
                 click.echo(f"{'run':<7}{'job':<34}{'records/s':>12}{'ratio':>8}")
                 ratios: dict[str, list[float]] = {}
                 for run in ["cold", *(f"warm{n}" if warm_runs > 1 else "warm" for n in range(1, warm_runs + 1))]:
-                    rates = _materialise(spark, broker.bootstrap, topic, work, records, run, merge_every)
+                    rates = _materialise(spark, broker.bootstrap, topic, work, records, run, merge_every, per_batch)
                     base = rates["plain Kafka -> Delta append"]
                     for name, rate in rates.items():
                         click.echo(f"{run:<7}{name:<34}{rate:>12,.0f}{rate / base:>8.2f}")
