@@ -57,7 +57,7 @@ from changefeed.source.server import ConnectionSettings
 from lakefeed_testing.mysql import MySQLServer, mysql_server
 from lakefeed_testing.own_broker import SINK_LIMIT, OwnBroker
 from lakefeed_testing.spark import build_spark_session
-from spark_pipelines.config import PipelineConfig, SourceConfig
+from spark_pipelines.config import Maintenance, PipelineConfig, SourceConfig
 from spark_pipelines.io.change_buffer import buffer_location
 from spark_pipelines.io.kafka import read_stream
 from spark_pipelines.jobs.apply import ApplyBatch, start_query
@@ -229,7 +229,8 @@ def _live_heap_mib(spark: Any) -> float:
 
 
 def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, seconds: float, rate: float,
-               store: Path, poller: str, heap_every: float | None, merge_every: int, jfr: Path | None = None
+               store: Path, poller: str, heap_every: float | None, merge_every: int, jfr: Path | None = None,
+               optimize_every: int = 0
                ) -> tuple[list[float], list[LagSample], list[LagSample], float, list[HeapSample],
                           list[dict[str, Any]], list[tuple[float, float]]]:
     topic = f"live-{uuid.uuid4().hex[:6]}"
@@ -238,7 +239,8 @@ def _freshness(spark: Any, mysql: MySQLServer, bootstrap: str, work: Path, secon
     mysql.execute("CREATE TABLE live (id INT PRIMARY KEY, v INT)", database=DATABASE)
     feed = _feed(mysql, uri, Checkpoint(start_position(_settings(mysql)), 0), store, blocking_target=False)
     config = PipelineConfig(SourceConfig(bootstrap, (topic,)), str(work / "live-delta"), str(work / "live-ckpt"),
-                            available_now=False, processing_time="1 second", merge_every_seconds=merge_every)
+                            available_now=False, processing_time="1 second", merge_every_seconds=merge_every,
+                            maintenance=Maintenance(optimize_every_batches=optimize_every))
     committed: dict[int, float] = {}
     stop = threading.Event()
     per_commit = max(1, round(rate / 200))  # one INSERT round trip per row cannot reach thousands a second
@@ -439,12 +441,15 @@ def _plot(curve: list[LagSample], rate: float, path: Path, merged: list[LagSampl
 @click.option("--per-batch", type=click.IntRange(min=1), default=None,
               help="Materialise as a sustained catch-up: both jobs read the topic in micro-batches of at most "
                    "this many records (maxOffsetsPerTrigger) instead of one batch.")
+@click.option("--optimize-every", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The live run's maintenance.optimize_every_batches (OPTIMIZE and deletion-vector purge of the "
+                   "tables every N micro-batches); 0: none, the product's default.")
 @click.option("--merge-every-seconds", "merge_every", type=int, default=0, show_default=True,
               help="Run the pipeline merge-on-read (target.merge_every_seconds); freshness then counts a row "
                    "visible once it is in the change buffer (read by current_rows) or merged.")
 def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None, poller: str,
          skip_materialise: bool, heap_every: float | None, warm_runs: int, merge_every: int, jfr: Path | None,
-         per_batch: int | None) -> None:
+         per_batch: int | None, optimize_every: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as scratch, mysql_server() as mysql:
         work = Path(scratch)
         broker = OwnBroker(work)
@@ -479,7 +484,7 @@ def main(rows: int, live_seconds: float, live_rate: float, lag_plot: Path | None
                         click.echo(f"{'median':<7}{name:<34}{'':>12}{statistics.median(values):>8.2f}")
             found, curve, merged, written, heap, batches, merges = _freshness(
                 spark, mysql, broker.bootstrap, work, live_seconds, live_rate, work / "cf2.db", poller, heap_every,
-                merge_every, jfr)
+                merge_every, jfr, optimize_every)
             _print_batch_phases(batches)
             _print_merges(merges, live_seconds + 2)  # the writer starts 2 s before the query
             if jfr is not None:
