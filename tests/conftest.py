@@ -1,7 +1,9 @@
 """Session-wide real services: one MariaDB, one Spark session, one Apache Kafka per test run.
 
 Tests that use them are marked `integration` automatically; `-m "not integration"` runs the rest. The
-secured broker (one per run too) is a light process and not marked.
+secured broker (one per pytest process: lakefeed_testing/suite.py runs two, and both streams have tests that
+take it) is a light process and not marked. The Apache Kafka reference is the suite runner's when it runs one
+for both streams (`LAKEFEED_KAFKA_REFERENCE`).
 """
 
 import os
