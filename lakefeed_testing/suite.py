@@ -32,7 +32,7 @@ from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
 
 STREAMS = ("broker", "rest")
 NO_TESTS_COLLECTED = 5  # pytest's exit code when a stream's selection is empty: not a failure of the run
-_SUMMARY = re.compile(r"\b(passed|failed|errors?|no tests ran)\b.* in [0-9.]+s")  # pytest's closing line
+_SUMMARY = re.compile(r"\b(passed|failed|errors?|deselected|no tests ran)\b.* in [0-9.]+s")  # pytest's closing line
 
 
 def reference_env(reference: KafkaReference) -> str:

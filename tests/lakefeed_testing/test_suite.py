@@ -39,7 +39,9 @@ def test_the_run_passes_when_both_pass(tmp_path: Path, capsys: pytest.CaptureFix
 def test_a_stream_with_nothing_selected_is_not_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tests = _write(tmp_path / "test_three.py", "def test_passes():\n    pass\n")
     code = run_streams(["-q", "-p", "no:cacheprovider", str(tests), "-k", "no_such_test"], tmp_path / "temp")
-    assert code == 5, capsys.readouterr().out  # pytest's "no tests ran" for the whole run, as one pytest says it
+    out = capsys.readouterr().out
+    assert code == 5, out  # pytest's "no tests ran" for the whole run, as one pytest says it
+    assert out.count("exit 5: 1 deselected") == 2, out
 
 
 def test_the_shared_reference_is_named_by_port_and_data_dir(tmp_path: Path) -> None:
