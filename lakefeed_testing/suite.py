@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -79,20 +79,17 @@ def run_streams(pytest_args: Sequence[str], temp_root: Path) -> int:
         relays.append(relay)
 
     def stop(signum: int, _frame: object) -> None:
-        for proc in procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGINT)  # pytest's own teardown stops what its fixtures started
-        raise SystemExit(128 + signum)
+        # Only raise here: the handler runs inside proc.wait(), which holds the Popen's wait lock, so waiting
+        # for the streams happens below, once that wait has been left.
+        raise _Terminated(signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         codes = {name: proc.wait() for name, proc in procs.items()}
-    except KeyboardInterrupt:
-        for proc in procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGINT)
-        for proc in procs.values():
-            proc.wait()
+    except (KeyboardInterrupt, _Terminated) as stopped:
+        _interrupt(procs.values())
+        if isinstance(stopped, _Terminated):
+            raise SystemExit(128 + stopped.signum) from None
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -104,6 +101,23 @@ def run_streams(pytest_args: Sequence[str], temp_root: Path) -> int:
     if not ran:
         return NO_TESTS_COLLECTED
     return 0 if all(code == 0 for code in ran) else 1
+
+
+class _Terminated(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+def _interrupt(procs: Iterable[subprocess.Popen[str]]) -> None:
+    """Ctrl-C for every stream, then wait for them: pytest's own teardown stops what its fixtures started,
+    and the shared Kafka reference must outlive them."""
+    running = list(procs)
+    for proc in running:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGINT)
+    for proc in running:
+        proc.wait()
 
 
 @contextlib.contextmanager

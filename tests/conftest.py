@@ -39,8 +39,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
     stream = os.environ.get("LAKEFEED_TEST_STREAM")
     if stream:
-        kept = [item for item in items if stream_of(item) == stream]
-        config.hook.pytest_deselected(items=[item for item in items if stream_of(item) != stream])
+        kept, dropped = [], []
+        for item in items:
+            (kept if stream_of(item) == stream else dropped).append(item)
+        config.hook.pytest_deselected(items=dropped)
         items[:] = kept
 
 
