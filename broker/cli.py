@@ -22,7 +22,7 @@ if __name__ == "__main__":
     sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]  # None: "import halted" (the import system)
 
 from broker.config import BrokerConfig, ConfigError, load_file, parse_set
-from broker.config_catalog import check_broker_properties
+from broker.config_checks import check_broker_properties
 from lakefeed_common import logs
 
 if TYPE_CHECKING:

@@ -1,31 +1,19 @@
 """Every topic and broker config the broker knows: Kafka's name, type, default, broker synonyms.
 
-DescribeConfigs answers from here (value, source, synonyms, type, documentation), Create/Alter
-validate topic configs against it and `check_broker_properties` validates the broker's own properties
-at start-up. Topic configs follow Apache Kafka 4's list; `applied=False` marks the ones a
-single-node broker stores and reports but does not act on (replication throttles, tiered storage,
-compression levels, ...), and their documentation says so.
+DescribeConfigs answers from here (value, source, synonyms, type, documentation); broker/config_checks.py
+validates topic configs and the broker's own properties against it. Topic configs follow Apache Kafka 4's
+list; `applied=False` marks the ones a single-node broker stores and reports but does not act on
+(replication throttles, tiered storage, compression levels, ...), and their documentation says so.
 """
 
 from __future__ import annotations
 
-import difflib
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
 from types import MappingProxyType
 
-from broker.config import DEFAULTS, BrokerConfig, ConfigError, Listener, parse_voters
-from broker.security.jaas import plain_users
-from broker.security.listeners import (
-    all_listeners,
-    controller_protocol,
-    inter_broker_listener,
-    listeners,
-    parse_listeners,
-    protocol_map,
-)
+from broker.config import DEFAULTS, BrokerConfig
 
 _LONG_MAX = str((1 << 63) - 1)
 
@@ -228,7 +216,7 @@ _LISTENER_SCOPED = frozenset(
     name for name in (d.name for d in _BROKER_LIST) if name.startswith("ssl.") or name == "sasl.enabled.mechanisms"
 )
 # listener.name.<listener>.plain.sasl.jaas.config: the PLAIN users (user_NAME="password" options).
-_JAAS_SUFFIX = ".plain.sasl.jaas.config"
+JAAS_SUFFIX = ".plain.sasl.jaas.config"
 _SCRAM_JAAS = frozenset({"scram-sha-256.sasl.jaas.config", "scram-sha-512.sasl.jaas.config"})
 
 
@@ -289,131 +277,7 @@ def topic_entry(broker: BrokerConfig, overrides: Mapping[str, str], name: str) -
     return ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=False)
 
 
-def _is_default(broker: BrokerConfig, prop: str) -> bool:
-    return broker.properties.get(prop) == DEFAULTS.get(prop, _SYNONYM_DEFAULTS.get(prop))
-
-
-def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
-    """Every broker property this broker reads or reports, with STATIC_BROKER_CONFIG when it was set
-    (config file or --set) and DEFAULT_CONFIG otherwise. All read-only: no dynamic broker configs."""
-    entries = []
-    for name in sorted({*BROKER_CONFIGS, *broker.properties}):
-        definition = BROKER_CONFIGS.get(name) or _listener_scoped(name) or ConfigDef(
-            name, ConfigType.STRING, None, "Broker property.")
-        secret = definition.kind is ConfigType.PASSWORD  # Kafka never returns these values (is_sensitive)
-        synonyms = [Synonym(name, None if secret else definition.default, ConfigSource.DEFAULT_CONFIG)]
-        if name in broker.properties and broker.properties[name] != definition.default:
-            value = None if secret else broker.properties[name]
-            synonyms.insert(0, Synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
-        first = synonyms[0]
-        entries.append(ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=True))
-    return entries
-
-
-class InvalidConfig(ConfigError):
-    """A config name or value a topic cannot take; the message names it and the accepted values (the broker's
-    one ConfigError hierarchy: handlers answer it with INVALID_CONFIG, the CLI prints it and exits)."""
-
-
-def validate_topic_config(name: str, value: str | None) -> str | None:
-    """The normalized value, or raise InvalidConfig. None (delete / reset to default) is always valid."""
-    definition = TOPIC_CONFIGS.get(name)
-    if definition is None:
-        raise InvalidConfig(f"unknown topic config {name!r}; known: {', '.join(sorted(TOPIC_CONFIGS))}")
-    if value is None:
-        return None
-    return _checked_value(definition, value)
-
-
-def _checked_value(definition: ConfigDef, value: str) -> str:
-    name = definition.name
-    value = value.strip()
-    kind = definition.kind
-    if kind is ConfigType.BOOLEAN:
-        if value.lower() not in ("true", "false"):
-            raise InvalidConfig(f"{name}={value!r}: expected true or false")
-        return value.lower()
-    if kind in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT, ConfigType.DOUBLE):
-        _check_number(definition, value)
-        return value
-    if kind is ConfigType.LIST:
-        items = [item.strip() for item in value.split(",") if item.strip()]
-        bad = [item for item in items if definition.choices and item not in definition.choices]
-        if bad or (definition.choices and not items):
-            raise InvalidConfig(f"{name}={value!r}: each item must be one of {', '.join(sorted(definition.choices))}")
-        return ",".join(items)
-    if definition.choices and value not in definition.choices:
-        raise InvalidConfig(f"{name}={value!r}: expected one of {', '.join(sorted(definition.choices))}")
-    return value
-
-
-def _check_number(definition: ConfigDef, value: str) -> None:
-    name = definition.name
-    try:
-        number = float(value) if definition.kind is ConfigType.DOUBLE else int(value)
-    except ValueError:
-        expected = "a number" if definition.kind is ConfigType.DOUBLE else "an integer"
-        raise InvalidConfig(f"{name}={value!r}: expected {expected}") from None
-    bits = {ConfigType.INT: 31, ConfigType.SHORT: 15, ConfigType.LONG: 63}.get(definition.kind)
-    if bits is not None and not -(1 << bits) <= number < (1 << bits):
-        raise InvalidConfig(f"{name}={value!r} does not fit in a {definition.kind.name.lower()}")
-    if definition.minimum is not None and number < definition.minimum:
-        raise InvalidConfig(f"{name}={value!r}: must be at least {definition.minimum:g}")
-    if definition.maximum is not None and number > definition.maximum:
-        raise InvalidConfig(f"{name}={value!r}: must be at most {definition.maximum:g}")
-
-
-# Keys of features this broker does not have yet: refused, so nobody believes the broker is secured.
-_UNSUPPORTED_PREFIXES = {
-    "ssl.": "this TLS setting", "sasl.": "this SASL setting",
-    "listener.name.": "this per-listener setting (ssl.*, sasl.enabled.mechanisms and plain.sasl.jaas.config are)",
-    "security.inter.broker.protocol": "security.inter.broker.protocol (name the listener with"
-    " inter.broker.listener.name instead)", "principal.builder.class": "a custom principal builder",
-}  # fmt: skip
-_SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*([kKmMgGtT]i?[bB]?|[bB])\s*$")
-
-
-def check_broker_properties(properties: Mapping[str, str]) -> None:
-    """Refuse an unknown broker property or a value its type, range or choices do not allow, with one line
-    naming the key, the value and what is allowed. Apache Kafka refuses bad values at start-up too
-    (ConfigException from ConfigDef.parse; booleans must be true/false) but only warns about unknown
-    keys; this broker refuses those as well, suggesting the nearest known key, so a typo never goes unseen."""
-    for key, value in properties.items():
-        definition = BROKER_CONFIGS.get(key) or _listener_scoped(key)
-        if definition is None:
-            raise ConfigError(_unknown_key_message(key))
-        try:
-            _checked_value(definition, value)
-            check = _SPECIAL_CHECKS.get(key) or (plain_users if key.endswith(_JAAS_SUFFIX) else None)
-            if check is not None and value.strip():
-                check(value)
-        except InvalidConfig as exc:
-            hint = ""
-            if key.endswith(".bytes") and _SIZE_WITH_UNIT.match(value):
-                hint = " (sizes are plain byte counts: 1GB is 1073741824)"
-            raise ConfigError(f"broker property {exc}{hint}") from None
-        except ConfigError as exc:
-            shown = "(hidden)" if definition.kind is ConfigType.PASSWORD else repr(value)  # never echo secrets
-            raise ConfigError(f"broker property {key}={shown}: {exc}") from None
-    check_listener_names(properties)
-
-
-def _unknown_key_message(key: str) -> str:
-    for prefix, feature in _UNSUPPORTED_PREFIXES.items():
-        if key.startswith(prefix):
-            return (f"broker property {key}: {feature} is not supported by this broker; remove it"
-                    " (docs/broker.md lists the supported security properties)")
-    if key in TOPIC_CONFIGS:
-        broker_names = [prop for prop, _ in TOPIC_CONFIGS[key].synonyms]
-        where = f"; the broker-wide default is {broker_names[0]}" if broker_names else ""
-        return (f"{key} is a topic config, not a broker property{where}; set it per topic with"
-                " kafka-configs --entity-type topics or CreateTopics")
-    close = difflib.get_close_matches(key, BROKER_CONFIGS, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else "; docs/configuration.md lists the broker properties"
-    return f"unknown broker property {key!r}{hint}"
-
-
-def _listener_scoped(key: str) -> ConfigDef | None:
+def listener_scoped(key: str) -> ConfigDef | None:
     """The definition behind `listener.name.<listener>.<property>`, or None when the key is not one."""
     if not key.startswith("listener.name."):
         return None
@@ -423,7 +287,7 @@ def _listener_scoped(key: str) -> ConfigDef | None:
         return None
     if prop in _LISTENER_SCOPED:
         return replace(BROKER_CONFIGS[prop], name=key)
-    if "." + prop == _JAAS_SUFFIX:
+    if "." + prop == JAAS_SUFFIX:
         return ConfigDef(key, ConfigType.PASSWORD, None, "PLAIN users of this listener: user_NAME=\"password\".")
     if prop in _SCRAM_JAAS:
         return ConfigDef(key, ConfigType.PASSWORD, None, "Accepted so Kafka's SCRAM server.properties work unchanged;"
@@ -431,64 +295,22 @@ def _listener_scoped(key: str) -> ConfigDef | None:
     return None
 
 
-def _check_listeners(value: str) -> None:
-    # Syntax only: whether each NAME has a protocol is checked by check_listener_names, once every property is known.
-    for entry in (item.strip() for item in value.split(",") if item.strip()):
-        Listener.parse(entry)
+def _is_default(broker: BrokerConfig, prop: str) -> bool:
+    return broker.properties.get(prop) == DEFAULTS.get(prop, _SYNONYM_DEFAULTS.get(prop))
 
 
-def check_listener_names(properties: Mapping[str, str]) -> None:
-    """Every listener name is mapped to a protocol; SASL listeners have a mechanism; a TLS listener has a key
-    store; a cluster node's inter-broker and controller listeners are ones it can connect with
-    (broker/security/listeners.py, docs/broker.md "Security")."""
-    config = BrokerConfig().with_overrides(properties)
-    specs = listeners(config)
-    if config.get("advertised.listeners"):
-        parse_listeners(config.get("advertised.listeners"), protocol_map(config.get("listener.security.protocol.map")))
-    inter_broker = inter_broker_listener(config)
-    from broker.security.tls import client_context, server_context, setting
-
-    if config.get("controller.quorum.voters"):
-        _check_cluster_security(config, inter_broker.name)
-    for spec in specs:
-        if spec.uses_tls:
-            server_context(config, spec.name)
-        if spec.uses_sasl and not setting(config, spec.name, "sasl.enabled.mechanisms").strip():
-            raise ConfigError(f"listener {spec.name} uses SASL but sasl.enabled.mechanisms is empty")
-    if config.get("controller.quorum.voters"):
-        if inter_broker.uses_tls:
-            client_context(config, inter_broker.name)
-        name, protocol = controller_protocol(config)
-        if protocol == "SSL":
-            client_context(config, name)
-            if "controller" in config.get("process.roles"):
-                server_context(config, name)
-
-
-def _check_cluster_security(config: BrokerConfig, inter_broker: str) -> None:
-    """What a cluster node cannot do yet, refused with the reason: brokers authenticate each other by mutual TLS
-    only (the replica fetcher and the controller quorum speak no SASL). Client listeners may use SASL, and an
-    authorizer may be set: SCRAM credentials and ACLs live in the cluster metadata."""
-    for spec in listeners(config):
-        if spec.uses_sasl and spec.name == inter_broker:
-            raise ConfigError(f"inter.broker.listener.name={spec.name} is {spec.protocol}: brokers fetch from each"
-                              " other over PLAINTEXT or SSL only (use SSL with ssl.client.auth=required to"
-                              " authenticate brokers by certificate, and SASL on the client listeners)")
-    name, protocol = controller_protocol(config)
-    if protocol not in ("PLAINTEXT", "SSL"):
-        raise ConfigError(f"controller listener {name} is {protocol}: the controller quorum speaks PLAINTEXT or SSL"
-                          " (mutual TLS with ssl.client.auth=required authenticates its members)")
-    voters = parse_voters(config.get("controller.quorum.voters"))
-    for spec in all_listeners(config):
-        if spec.name == name and voters.get(config.node_id) != (spec.host, spec.port):
-            raise ConfigError(f"listener {spec.name}://{spec.host}:{spec.port} is the controller listener but"
-                              f" controller.quorum.voters gives node {config.node_id}"
-                              f" {voters.get(config.node_id)}; make them the same address")
-
-
-_SPECIAL_CHECKS: Mapping[str, Callable[[str], object]] = MappingProxyType({
-    "listeners": _check_listeners,
-    "advertised.listeners": _check_listeners,
-    "listener.security.protocol.map": protocol_map,
-    "controller.quorum.voters": parse_voters,
-})  # fmt: skip
+def broker_entries(broker: BrokerConfig) -> list[ConfigEntry]:
+    """Every broker property this broker reads or reports, with STATIC_BROKER_CONFIG when it was set
+    (config file or --set) and DEFAULT_CONFIG otherwise. All read-only: no dynamic broker configs."""
+    entries = []
+    for name in sorted({*BROKER_CONFIGS, *broker.properties}):
+        definition = BROKER_CONFIGS.get(name) or listener_scoped(name) or ConfigDef(
+            name, ConfigType.STRING, None, "Broker property.")
+        secret = definition.kind is ConfigType.PASSWORD  # Kafka never returns these values (is_sensitive)
+        synonyms = [Synonym(name, None if secret else definition.default, ConfigSource.DEFAULT_CONFIG)]
+        if name in broker.properties and broker.properties[name] != definition.default:
+            value = None if secret else broker.properties[name]
+            synonyms.insert(0, Synonym(name, value, ConfigSource.STATIC_BROKER_CONFIG))
+        first = synonyms[0]
+        entries.append(ConfigEntry(definition, first.value, first.source, tuple(synonyms), read_only=True))
+    return entries

@@ -37,7 +37,7 @@ from types import FrameType
 from typing import Any
 
 from broker.config import BrokerConfig
-from broker.config_catalog import check_broker_properties
+from broker.config_checks import check_broker_properties
 from broker.security.listeners import controller_protocol
 from broker.security.tls import client_context
 

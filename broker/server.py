@@ -77,7 +77,7 @@ def build_state(config: BrokerConfig, store: LogStore) -> BrokerState:
     state.role = SingleNode(state)  # a cluster member's CLI replaces it with a ClusterMember
     state.transactions = TransactionCoordinator(BrokerTxnEffects(state), config.int("transaction.max.timeout.ms"))
     state.offsets.journal = state.write_offsets
-    state.groups.journal = state.write_group
+    state.groups.store.journal = state.write_group
     # Before the listener opens (as Kafka's LogManager starts before its SocketServer): recovery runs in a
     # thread pool while nothing is served yet.
     started = time.monotonic()

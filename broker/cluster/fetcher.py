@@ -165,7 +165,7 @@ class LeaderFetcher:
         for batch in self.state.partitions.append_as_follower(tp, plog, data):
             # A follower keeps the coordinators' state warm for a failover.
             if tp[0] == OFFSETS_TOPIC:
-                apply_batch(batch, self.state.offsets, self.state.groups.load_group)
+                apply_batch(batch, self.state.offsets, self.state.groups.store.load_group)
             elif tp[0] == TRANSACTIONS_TOPIC:
                 apply_transactions(batch, self.state.transactions.load)
 

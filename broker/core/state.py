@@ -179,7 +179,7 @@ class BrokerState:
         topic = self.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return 0
-        return sum(replay(self.partitions.log(topic, index), self.offsets, self.groups.load_group)
+        return sum(replay(self.partitions.log(topic, index), self.offsets, self.groups.store.load_group)
                    for index in range(topic.partitions))
 
     def load_transactions(self) -> int:

@@ -6,7 +6,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from broker.config_catalog import TOPIC_CONFIGS, InvalidConfig, topic_entry, validate_topic_config
+from broker.config_catalog import TOPIC_CONFIGS, topic_entry
+from broker.config_checks import InvalidConfig, validate_topic_config
 from broker.handlers._build import NO_THROTTLE, build, has_field, nested
 from broker.handlers.context import BrokerState, Request
 from broker.protocol.apis import response_class

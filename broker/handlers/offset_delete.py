@@ -15,7 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from broker.coordinator.consumer_protocol import subscribed_topics
-from broker.coordinator.groups import Group, GroupState
+from broker.coordinator.group_model import Group, GroupState
 from broker.coordinator.offsets import OffsetChange
 from broker.handlers._build import NO_THROTTLE, build, partition_errors
 from broker.handlers._offset_store_errors import STORE_ERRORS, store_error_code

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from broker.config import DEFAULTS, ConfigError
-from broker.config_catalog import BROKER_CONFIGS, check_broker_properties
+from broker.config_catalog import BROKER_CONFIGS
+from broker.config_checks import check_broker_properties
 from broker.dev_cluster import DevCluster
 from lakefeed_testing.net import free_port, port_open, wait_until
 

@@ -16,7 +16,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from broker.config import BrokerConfig, load_file
-from broker.config_catalog import TOPIC_CONFIGS, validate_topic_config
+from broker.config_catalog import TOPIC_CONFIGS
+from broker.config_checks import validate_topic_config
 from changefeed.config import load_config as load_changefeed_config
 from changefeed.model import TableName
 from lakefeed_testing.kafka_reference import run_kafka_tool

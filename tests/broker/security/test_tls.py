@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer  # type: ignore[import-untyped]
 
 from broker.config import ConfigError
-from broker.config_catalog import check_broker_properties
+from broker.config_checks import check_broker_properties
 from lakefeed_testing.secure_broker import SecureBroker
 from lakefeed_testing.tls import TestCA
 
