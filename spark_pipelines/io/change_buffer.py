@@ -32,6 +32,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_pipelines.io.delta import exists
+from spark_pipelines.io.log_trim import trim_log
 
 BUFFER_DIR = "_lakefeed/change_buffer"
 BUFFER_APP, BUFFER_BATCH = "_lakefeed_buffer_app", "_lakefeed_buffer_batch"  # who appended it, in which batch
@@ -39,8 +40,9 @@ BUFFER_PROPERTIES = {
     # Delta writes a checkpoint inline in every 10th commit (a micro-batch held up every ~10 s);
     # the buffer's log is replayed only from the last checkpoint, and its snapshots are updated commit by commit.
     "delta.checkpointInterval": "100",
-    # Nothing reads an old version of the buffer: keep the removed files' tombstones and the log an hour,
-    # not Delta's week and 30 days (a commit a second would pile them up in every checkpoint and directory).
+    # Nothing reads an old version of the buffer: keep the removed files' tombstones an hour, not Delta's
+    # week (a commit a second would pile them up in every checkpoint). The log's own files go sooner
+    # (trim_log_if_due); Delta requires its retention to be at least the tombstones'.
     "delta.deletedFileRetentionDuration": "interval 1 hours",
     "delta.logRetentionDuration": "interval 1 hours",
     # No column statistics: every read of the buffer selects by its partition columns, whose values the log
@@ -55,6 +57,10 @@ BUFFER_PROPERTIES = {
 # merger vacuums the buffer this often (past the buffer's one-hour tombstone retention, so no file a reader of
 # a recent snapshot or an append in flight still needs).
 VACUUM_EVERY_S = 3600.0
+# Delta's own log cleanup keeps the buffer's commits until the next day (io/log_trim.py): the merger deletes
+# them itself this often, once a checkpoint after them is TRIM_GUARD_S old.
+TRIM_EVERY_S = 30.0
+TRIM_GUARD_S = 120.0
 
 
 def buffer_location(target_path: str) -> str:
@@ -91,6 +97,7 @@ class ChangeBuffer:
         self._legacy: bool | None = None  # written before the partition tags (unknown until asked)
         self._exists = False  # known once `legacy` has been asked
         self._vacuumed_at = clock()
+        self._trimmed_at = clock()
 
     def due(self) -> bool:
         return bool(self._clock() - self._merged_at >= self.merge_every_seconds)
@@ -169,3 +176,11 @@ class ChangeBuffer:
         DeltaTable.forPath(spark, self.path).vacuum()
         self._vacuumed_at = self._clock()
         return True
+
+    def trim_log_if_due(self, spark: Any) -> int:
+        """Every TRIM_EVERY_S, delete the buffer's log files that no snapshot needs any more (io/log_trim.py).
+        How many were deleted."""
+        if self._clock() - self._trimmed_at < TRIM_EVERY_S or not self._exists:
+            return 0
+        self._trimmed_at = self._clock()
+        return trim_log(spark, self.path, TRIM_GUARD_S)

@@ -275,6 +275,8 @@ class ApplyBatch:
                 log.info("merged the change buffer up to batch %d in %.1f s", through, time.perf_counter() - started)
         if self.buffer.vacuum_if_due(spark):  # outside the lock: a schema change need not wait for it
             log.info("vacuumed the change buffer's merged files")
+        if trimmed := self.buffer.trim_log_if_due(spark):
+            log.debug("deleted %d old log files of the change buffer", trimmed)
         return report
 
     def _apply(self, spark: Any, messages: DataFrame, batch_id: int, first_segment: int = 0,
