@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from py4j.protocol import Py4JError
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 
 # A log file's version is the first 20 digits of its name; Hadoop's checksum file system (the local disk)
 # writes a hidden `.<name>.crc` beside each file.
