@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from broker.dev_cluster import DevCluster, DevClusterError
@@ -136,7 +137,8 @@ def test_kill_restart_pause_resume_act_on_the_real_processes(tmp_path: Path) -> 
         second = cluster.procs[1].pid
         assert second != first and alive(second)
         assert json.loads((tmp_path / "cluster.json").read_text())["nodes"][0]["pid"] == second
-        assert _broker_ports(cluster.bootstrap_servers(), base) == [base]
+        assert cluster.alive(1), cluster.log_path(1).read_text()[-3000:]
+        assert _broker_ports(cluster.bootstrap_servers(), base) == [base], cluster.log_path(1).read_text()[-3000:]
         cluster.pause(1)  # stop() must end a paused node too
     finally:
         cluster.stop(grace_s=5)
@@ -145,11 +147,19 @@ def test_kill_restart_pause_resume_act_on_the_real_processes(tmp_path: Path) -> 
 
 def _broker_ports(bootstrap: str, expected: int) -> list[int]:
     """Ports of the brokers in Metadata, polled (bounded) until `expected` is among them: a clustered node is
-    listed once it has registered with the controller, which may be a moment after its port opens."""
+    listed once it has registered with the controller, which may be a moment after its port opens.
+    A transport error (the connection dropped, or refused while a restarted node opens its listener) is
+    retried within the deadline, as a Kafka client retries it; the last one is raised if it never answers."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 30
     while True:
-        ports = sorted(b.port for b in admin.list_topics(timeout=10).brokers.values())
+        try:
+            ports = sorted(b.port for b in admin.list_topics(timeout=10).brokers.values())
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            continue
         if expected in ports or time.monotonic() > deadline:
             return ports
         time.sleep(0.2)

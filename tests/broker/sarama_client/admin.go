@@ -74,7 +74,13 @@ func runAdmin(o options) map[string]any {
 	}
 
 	check(admin.CreatePartitions(topic, 8, nil, false), "CreatePartitions 8")
-	grown := describePartitions(admin, topic)
+	// Kafka lists new partitions once its metadata log reaches the broker (as for configs above)
+	var grown []int32
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if grown = describePartitions(admin, topic); len(grown) == 8 {
+			break
+		}
+	}
 	fewer := admin.CreatePartitions(topic, 4, nil, false)
 
 	deleted := deleteRecords(o, admin, topic)
