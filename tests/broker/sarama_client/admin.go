@@ -24,11 +24,19 @@ func runAdmin(o options) map[string]any {
 	validated := admin.CreateTopic(name("sa-validate"), &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}, true)
 	check(validated, "CreateTopic validateOnly")
 
-	listed, err := admin.ListTopics()
-	check(err, "ListTopics")
-	detail, found := listed[topic]
+	// Kafka answers CreateTopics once its controller committed the topic; the broker lists it once its
+	// metadata log reaches it, a moment later (CI saw one ListTopics without it)
+	var detail sarama.TopicDetail
+	found := false
+	for end := time.Now().Add(10 * time.Second); !found && time.Now().Before(end); {
+		listed, err := admin.ListTopics()
+		check(err, "ListTopics")
+		if detail, found = listed[topic]; !found {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	if !found {
-		fail("ListTopics has no %s", topic)
+		fail("ListTopics has no %s after 10 s", topic)
 	}
 	listedRetention := ""
 	if value := detail.ConfigEntries["retention.ms"]; value != nil {
