@@ -67,12 +67,26 @@ def buffer_location(target_path: str) -> str:
     return f"{target_path.rstrip('/')}/{BUFFER_DIR}"
 
 
+def newest_version(spark: Any, path: str) -> int:
+    """The version of the Delta table's newest commit."""
+    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+
+
 def pending_messages(spark: Any, path: str, taken: Column | None = None) -> DataFrame | None:
     """The buffered messages (those `taken` selects, default all), without the buffer's own columns, or
-    None when the buffer holds none."""
+    None when the buffer holds none.
+
+    Read as of the buffer's newest version, pinned: after every write through a DataFrameWriter Spark
+    rebuilds each cached plan that reads the written table (`SaveIntoDataSourceCommand` ->
+    `CacheManager.recacheByPlan`), and the merge caches what it reads for its several actions. A read that
+    follows the table's newest version made every append of the stream during a merge (a third of them at
+    a 10 s interval) plan the cached read again, Delta's reconstruction of the buffer's whole file list
+    included: 0.7 s an append instead of 0.2 s, and more as the buffer's checkpoint gathers an hour of
+    tombstones (docs/benchmarks.md, "Issue 22, sixteenth round"). A pinned read is another relation to the
+    cache manager, and it also keeps the merge's actions on one snapshot."""
     if not exists(spark, path):
         return None
-    buffered: DataFrame = spark.read.format("delta").load(path)
+    buffered: DataFrame = spark.read.format("delta").option("versionAsOf", newest_version(spark, path)).load(path)
     if taken is not None:
         buffered = buffered.where(taken)
     buffered = buffered.drop(BUFFER_APP, BUFFER_BATCH)
