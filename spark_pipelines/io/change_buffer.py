@@ -69,7 +69,9 @@ def buffer_location(target_path: str) -> str:
 
 def newest_version(spark: Any, path: str) -> int:
     """The version of the Delta table's newest commit."""
-    return int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+    newest = DeltaTable.forPath(spark, path).history(1).select("version").first()
+    assert newest is not None, f"{path} is a Delta table without a commit"
+    return int(newest[0])
 
 
 def pending_messages(spark: Any, path: str, taken: Column | None = None) -> DataFrame | None:
