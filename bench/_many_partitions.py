@@ -86,6 +86,18 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] * 1000
 
 
+def pids_whose_command_line_has(text: str) -> list[int]:
+    """The processes whose command line (proc(5): /proc/PID/cmdline, arguments ended by NUL) contains `text`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # exited meanwhile
+    return found
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of every thread of process `pid` so far (proc(5): /proc/PID/stat fields 14, 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -47,7 +47,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _kafka_perf import PerfRound, perf_round, perf_table
-from _many_partitions import ManyResult, ManyShape, many_table, measure_many, process_cpu_seconds
+from _many_partitions import (
+    ManyResult,
+    ManyShape,
+    many_table,
+    measure_many,
+    pids_whose_command_line_has,
+    process_cpu_seconds,
+)
 from _produce_timing import timed_produce
 
 from lakefeed_testing.kafka_reference import KafkaReference, kafka_reference
@@ -204,17 +211,17 @@ def _single_kafka_perf(small: int, large: int, latency_seconds: float, rate: int
     cases = [(100, small, "1"), (100, small, "all"), (1024, large, "1"), (1024, large, "all")]
     rows: list[tuple[str, list[PerfRound], list[PerfRound]]] = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as root, _brokers(Path(root), False) as (ours, kafka):
-        bootstraps = (ours.client["bootstrap.servers"], kafka.client["bootstrap.servers"])
+        sides = ((ours.client["bootstrap.servers"], ours.pid), (kafka.client["bootstrap.servers"], kafka.pid))
         click.echo("warming up both brokers ...", err=True)
-        for bootstrap in bootstraps:
+        for bootstrap, _ in sides:
             perf_round(bootstrap, 1024, min(large, 100_000), "all", rate, 1.0)
         for size, count, acks in cases:
             case = f"{size} B, acks={acks}, {count:,} records"
             results: tuple[list[PerfRound], list[PerfRound]] = ([], [])
             for index in range(rounds):
-                for bootstrap, found in zip(bootstraps, results, strict=True):
+                for (bootstrap, pid), found in zip(sides, results, strict=True):
                     click.echo(f"{case}: round {index + 1} of {rounds} against {bootstrap} ...", err=True)
-                    found.append(perf_round(bootstrap, size, count, acks, rate, latency_seconds))
+                    found.append(perf_round(bootstrap, size, count, acks, rate, latency_seconds, pid))
             rows.append((case, *results))
     return perf_table(rows)
 
@@ -263,12 +270,8 @@ def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyRes
 def _java_pid(kafka: KafkaReference) -> int:
     """The reference's JVM: the process whose command line names its server.properties."""
     properties = str(kafka.data_dir.parent / "server.properties")
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and properties in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                return int(entry.name)
-        except OSError:
-            continue  # exited meanwhile
+    for pid in pids_whose_command_line_has(properties):
+        return pid
     raise click.ClickException(f"no process runs {properties}")
 
 

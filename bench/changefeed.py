@@ -13,6 +13,9 @@ types), rows are written first, then read back:
 - live latency: a writer commits 10-row transactions at a steady rate while the changefeed runs;
   latency is commit (client side, after COMMIT returns) -> checkpoint covering it (all acked).
 - RSS: peak resident memory of this process during the end-to-end run, and its growth over the start.
+- CPU per row: this process's and its finished children's (the capture process), and, for the end-to-end
+  runs, MariaDB's and the broker's meanwhile (/proc/PID/stat); with the rate the machine's cores could give
+  at that total cost if all were busy all the time (what a goal in rows/s needs: docs/benchmarks.md).
 - --big-txn N: one transaction of N narrow rows end to end with a small memory-quota; peak RSS growth
   says whether memory stays bounded by the quota rather than growing with the transaction.
 """
@@ -40,6 +43,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._many_partitions import pids_whose_command_line_has, process_cpu_seconds
 from changefeed.codec.canal_json import CanalJsonEncoder
 from changefeed.filter import ChangeFilter, TableFilter
 from changefeed.model import Checkpoint, Position, RowChange
@@ -180,15 +184,26 @@ class Timing:
 
     wall_s: float
     cpu_s: float
+    services_cpu_s: float = 0.0  # MariaDB's and the broker's CPU meanwhile (end to end only)
 
 
 class Timer:
+    """Times a block; `services` are the pids of the processes it drives (MariaDB, the broker), whose CPU
+    (/proc/PID/stat, every thread) it reports apart: the changefeed shares the machine's cores with them."""
+
+    def __init__(self, services: tuple[int, ...] = ()) -> None:
+        self._services = services
+
+    def _services_cpu_s(self) -> float:
+        return sum(process_cpu_seconds(pid) for pid in self._services)
+
     def __enter__(self) -> Timer:
-        self._wall, self._cpu = time.perf_counter(), _cpu_s()
+        self._wall, self._cpu, self._others = time.perf_counter(), _cpu_s(), self._services_cpu_s()
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        self.timing = Timing(time.perf_counter() - self._wall, _cpu_s() - self._cpu)
+        self.timing = Timing(time.perf_counter() - self._wall, _cpu_s() - self._cpu,
+                             self._services_cpu_s() - self._others)
 
 
 def _capture_only(settings: ConnectionSettings, start: Checkpoint) -> tuple[list[RowChange], Timing]:
@@ -215,12 +230,13 @@ def _end_to_end(
     profiler: cProfile.Profile | None,
     memory_quota: int = 64 * 1024 * 1024,
     capture_process: bool = True,
+    services: tuple[int, ...] = (),
 ) -> tuple[int, Timing, PeakRss]:
     feed = Changefeed(_spec(settings, broker, start, target=target, memory_quota=memory_quota,
                             capture_process=capture_process))
     feed.create()
     gc.collect()
-    with PeakRss() as rss, Timer() as timer:
+    with PeakRss() as rss, Timer(services) as timer:
         if profiler is not None:  # run the changefeed's loop in this thread so cProfile sees it
             profiler.runcall(feed._run)
         else:
@@ -336,6 +352,14 @@ class Result:
     one_process_latencies: list[float]
 
 
+def _service_pids(mysql: MySQLServer, broker: OwnBroker) -> tuple[int, ...]:
+    """MariaDB's and the broker's processes (their CPU is reported beside the changefeed's). The server is
+    found by the `--port=` of its command line: one started by lakefeed_testing (a MYSQL_URL or container
+    server is not on this machine's process table, and is left out)."""
+    pids = [broker.process.pid] if broker.process is not None else []
+    return tuple(dict.fromkeys([*pids, *pids_whose_command_line_has(f"--port={mysql.port}\0")]))
+
+
 def _run_table(
     mysql: MySQLServer,
     settings: ConnectionSettings,
@@ -354,8 +378,10 @@ def _run_table(
     encode = _encode_only(captured)
     count = len(captured)
     del captured
-    delivered_one, one, one_rss = _end_to_end(settings, broker, start, target, None, capture_process=False)
-    delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler)
+    services = _service_pids(mysql, broker)
+    delivered_one, one, one_rss = _end_to_end(settings, broker, start, target, None, capture_process=False,
+                                              services=services)
+    delivered, e2e, rss = _end_to_end(settings, broker, start, target, profiler, services=services)
     if delivered_one != delivered:
         raise SystemExit(f"the two end-to-end runs delivered {delivered_one} and {delivered} rows")
     latencies, one_latencies = [], []
@@ -404,6 +430,12 @@ def _report(result: Result, live_rate: int, live_seconds: float) -> None:
                               ("capture in a child", result.rss, result.e2e)):
         streaming = result.delivered / (timing.wall_s - rss.first_ack_s)
         print(f"end to end, {name}: first acknowledgement after {rss.first_ack_s:.2f} s, then {streaming:.0f} rows/s")
+    for name, timing in (("one process", result.one_process), ("capture in a child", result.e2e)):
+        own, services = timing.cpu_s / result.delivered * 1e6, timing.services_cpu_s / result.delivered * 1e6
+        # What two cores could do at this cost per row, were every part perfectly parallel: a ceiling.
+        ceiling = (os.cpu_count() or 1) / (own + services) * 1e6 if own + services else 0.0
+        print(f"end to end, {name}: CPU per row: changefeed {own:.1f} us + MariaDB and broker {services:.1f} us"
+              f" = {own + services:.1f} us; {os.cpu_count()} cores fully used would give at most {ceiling:,.0f} rows/s")
     for name, rss in (("one process", result.one_process_rss), ("capture in a child", result.rss)):
         growth = (rss.peak - rss.start) >> 10
         print(f"end-to-end RSS, {name}: {rss.start >> 10} MiB at start, peak {rss.peak >> 10} MiB (+{growth} MiB)")

@@ -4,9 +4,11 @@ work and print their tables); every bench script parses its options."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -43,6 +45,15 @@ def test_changefeed_benchmark_runs() -> None:
     out = _run("changefeed.py", "--rows", "500", "--live-seconds", "1", "--live-rate", "200")
     assert "end to end, one process" in out and "end to end, capture in a child process" in out
     assert "live, capture in a child" in out and "commit -> acknowledged checkpoint" in out
+    # each table's two end-to-end runs, with MariaDB's and the broker's CPU beside the changefeed's
+    assert len(re.findall(r"CPU per row: changefeed [\d.]+ us \+ MariaDB and broker [\d.]+ us", out)) == 4, out
+
+
+def test_changefeed_benchmark_counts_the_cpu_of_the_mariadb_it_reads(mysql: MySQLServer) -> None:
+    """The CPU of the server the changefeed reads is counted: its process is found by its port."""
+    bench = _bench_module("changefeed.py")
+    pids = bench._service_pids(mysql, SimpleNamespace(process=None))
+    assert len(pids) == 1 and b"mariadbd" in Path(f"/proc/{pids[0]}/cmdline").read_bytes()
 
 
 def test_verify_benchmark_answers_right_on_a_small_table(mysql: MySQLServer, database: str, spark: Any,
