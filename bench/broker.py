@@ -270,9 +270,10 @@ def _many_round(bootstrap: str, pid: int, shape: ManyShape, who: str) -> ManyRes
 def _java_pid(kafka: KafkaReference) -> int:
     """The reference's JVM: the process whose command line names its server.properties."""
     properties = str(kafka.data_dir.parent / "server.properties")
-    for pid in pids_whose_command_line_has(properties):
-        return pid
-    raise click.ClickException(f"no process runs {properties}")
+    found = pids_whose_command_line_has(properties)
+    if not found:
+        raise click.ClickException(f"no process runs {properties}")
+    return found[0]
 
 
 def _many(shape: ManyShape) -> str:
